@@ -1,0 +1,219 @@
+//! argv and environment to what the helper should do. Pure: no syscalls.
+//!
+//! `apply-seccomp [OPTIONS] [--] <command> [args...]`: options start with
+//! `--` and come before the command; `--` ends them; the first word that
+//! does not start with `--` is the command. So every upstream invocation
+//! (`apply-seccomp /usr/bin/bash -c '...'`) parses as a command.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+
+use crate::error::Error;
+
+pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--] <command> [args...]";
+
+/// Variables removed from the environment before anything is forked, so the
+/// command never sees them.
+pub const SCRUBBED: [&str; 4] = [
+    "SRT_ALLOW_NESTED_USERNS",
+    "SRT_OBSERVE_SOCK",
+    "SRT_ENCODED_CMD",
+    "SRT_HELPER_FEATURES",
+];
+
+/// Words printed for `SRT_HELPER_FEATURES=1`, one a line.
+pub const FEATURES: [&str; 3] = [
+    // max_user_namespaces set to 0 in the namespace the helper made.
+    "userns-limit",
+    // Thread-count wait and bounded EINVAL retry around unshare(CLONE_NEWUSER).
+    "race-free",
+    // socketpair(AF_UNIX, SOCK_DGRAM or SOCK_RAW) refused.
+    "strict-socketpair",
+];
+
+/// The environment variables the helper reads.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    pub allow_nested_userns: Option<OsString>,
+    pub debug: Option<OsString>,
+    pub helper_features: Option<OsString>,
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        Env {
+            allow_nested_userns: std::env::var_os("SRT_ALLOW_NESTED_USERNS"),
+            debug: std::env::var_os("SRT_DEBUG"),
+            helper_features: std::env::var_os("SRT_HELPER_FEATURES"),
+        }
+    }
+}
+
+/// A run of the helper on a command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunConfig {
+    pub argv: Vec<OsString>,
+    /// `SRT_ALLOW_NESTED_USERNS` is exactly `1`.
+    pub allow_nested_userns: bool,
+    /// `SRT_DEBUG` is set and non-empty.
+    pub debug: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    Help,
+    Version,
+    /// `SRT_HELPER_FEATURES=1`: print the feature words, run nothing.
+    Features,
+    Run(RunConfig),
+}
+
+fn is(value: &Option<OsString>, expected: &str) -> bool {
+    value.as_deref() == Some(OsStr::new(expected))
+}
+
+/// `args` excludes argv[0].
+pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
+    // As upstream: exactly "1" asks for the feature list, whatever follows.
+    if is(&env.helper_features, "1") {
+        return Ok(Action::Features);
+    }
+    // Every option so far ends the parse; `--` ends the options.
+    let rest = match args.first().map(|a| a.as_bytes()) {
+        Some(b"--") => &args[1..],
+        Some(b"--help") => return Ok(Action::Help),
+        Some(b"--version") => return Ok(Action::Version),
+        Some(option) if option.starts_with(b"--") => {
+            return Err(Error::Usage(format!(
+                "unknown option {}\n{USAGE}",
+                String::from_utf8_lossy(option)
+            )));
+        }
+        _ => args,
+    };
+    if rest.is_empty() {
+        return Err(Error::Usage(format!("no command given\n{USAGE}")));
+    }
+    Ok(Action::Run(RunConfig {
+        argv: rest.to_vec(),
+        allow_nested_userns: is(&env.allow_nested_userns, "1"),
+        debug: env.debug.as_ref().is_some_and(|v| !v.is_empty()),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    fn args(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    fn run(words: &[&str], env: &Env) -> RunConfig {
+        match parse(&args(words), env) {
+            Ok(Action::Run(cfg)) => cfg,
+            other => panic!("expected a run, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn upstream_invocation_is_a_command() {
+        let cfg = run(&["/usr/bin/bash", "-c", "echo --help"], &Env::default());
+        assert_eq!(cfg.argv, args(&["/usr/bin/bash", "-c", "echo --help"]));
+        assert!(!cfg.allow_nested_userns);
+        assert!(!cfg.debug);
+    }
+
+    #[test]
+    fn options_come_before_the_command_and_double_dash_ends_them() {
+        assert_eq!(
+            parse(&args(&["--help"]), &Env::default()).unwrap(),
+            Action::Help
+        );
+        assert_eq!(
+            parse(&args(&["--version", "x"]), &Env::default()).unwrap(),
+            Action::Version
+        );
+        assert_eq!(
+            run(&["--", "--help"], &Env::default()).argv,
+            args(&["--help"])
+        );
+        assert_eq!(
+            run(&["-x", "--help"], &Env::default()).argv,
+            args(&["-x", "--help"])
+        );
+        assert_eq!(run(&[""], &Env::default()).argv, args(&[""]));
+    }
+
+    #[test]
+    fn usage_errors() {
+        for bad in [&[][..], &["--"][..], &["--bogus", "true"][..]] {
+            let err = parse(&args(bad), &Env::default()).unwrap_err();
+            assert_eq!(err.exit_code(), 125);
+            assert!(err.to_string().starts_with("apply-seccomp: "));
+        }
+    }
+
+    #[test]
+    fn only_exactly_one_allows_nesting() {
+        for (value, allowed) in [
+            ("1", true),
+            ("1 ", false),
+            ("true", false),
+            ("yes", false),
+            ("2", false),
+            ("", false),
+            ("0", false),
+        ] {
+            let env = Env {
+                allow_nested_userns: Some(value.into()),
+                ..Env::default()
+            };
+            assert_eq!(
+                run(&["true"], &env).allow_nested_userns,
+                allowed,
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn features_only_for_exactly_one() {
+        let env = |v: &str| Env {
+            helper_features: Some(v.into()),
+            ..Env::default()
+        };
+        assert_eq!(
+            parse(&args(&["true"]), &env("1")).unwrap(),
+            Action::Features
+        );
+        assert_eq!(parse(&args(&[]), &env("1")).unwrap(), Action::Features);
+        for other in ["0", "", "yes", "1 "] {
+            assert!(matches!(
+                parse(&args(&["true"]), &env(other)).unwrap(),
+                Action::Run(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn debug_needs_a_non_empty_value() {
+        let env = |v: &str| Env {
+            debug: Some(v.into()),
+            ..Env::default()
+        };
+        assert!(run(&["true"], &env("1")).debug);
+        assert!(!run(&["true"], &env("")).debug);
+    }
+
+    #[test]
+    fn non_utf8_arguments_pass_through() {
+        let odd = OsString::from_vec(vec![0xff, b'a', 0xfe]);
+        let cfg = match parse(&[OsString::from("printf"), odd.clone()], &Env::default()) {
+            Ok(Action::Run(cfg)) => cfg,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(cfg.argv[1], odd);
+    }
+}

@@ -1,0 +1,281 @@
+//! One error type for every way the helper itself can fail, its messages
+//! (bubblewrap's `apply-seccomp: <step>: <strerror>` plus a hint for the
+//! errnos people hit) and its exit codes.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+/// Exit code for any failure of the helper itself (usage, setup).
+pub const EXIT_SETUP: i32 = 125;
+/// The command was found but could not be executed.
+pub const EXIT_CANNOT_EXEC: i32 = 126;
+/// The command was not found.
+pub const EXIT_NOT_FOUND: i32 = 127;
+
+/// The setup steps, in the order they run. The numbers travel over the
+/// control channel from the inner processes (`supervise.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Step {
+    UnsharePidMount = 1,
+    WaitSingleThreaded,
+    UnshareUser,
+    Setgroups,
+    UidMap,
+    GidMap,
+    Dumpable,
+    UnsharePidMountInUserns,
+    ClearAmbient,
+    Signals,
+    ControlChannel,
+    Fork,
+    ParentDeathSignal,
+    MountPrivate,
+    MountProc,
+    LimitUserns,
+    ForkWorker,
+    NoNewPrivs,
+    FilterUnix,
+    FilterNamespaces,
+    Exec,
+    Wait,
+}
+
+impl Step {
+    const ALL: [Step; 22] = [
+        Step::UnsharePidMount,
+        Step::WaitSingleThreaded,
+        Step::UnshareUser,
+        Step::Setgroups,
+        Step::UidMap,
+        Step::GidMap,
+        Step::Dumpable,
+        Step::UnsharePidMountInUserns,
+        Step::ClearAmbient,
+        Step::Signals,
+        Step::ControlChannel,
+        Step::Fork,
+        Step::ParentDeathSignal,
+        Step::MountPrivate,
+        Step::MountProc,
+        Step::LimitUserns,
+        Step::ForkWorker,
+        Step::NoNewPrivs,
+        Step::FilterUnix,
+        Step::FilterNamespaces,
+        Step::Exec,
+        Step::Wait,
+    ];
+
+    pub fn from_u8(v: u8) -> Option<Step> {
+        Step::ALL.iter().copied().find(|s| *s as u8 == v)
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Step::UnsharePidMount => "unshare(CLONE_NEWPID|CLONE_NEWNS)",
+            Step::WaitSingleThreaded => "wait for a single thread (/proc/self/task)",
+            Step::UnshareUser => "unshare(CLONE_NEWUSER)",
+            Step::Setgroups => "write /proc/self/setgroups",
+            Step::UidMap => "write /proc/self/uid_map",
+            Step::GidMap => "write /proc/self/gid_map",
+            Step::Dumpable => "prctl(PR_SET_DUMPABLE)",
+            Step::UnsharePidMountInUserns => "unshare(CLONE_NEWPID|CLONE_NEWNS) after userns",
+            Step::ClearAmbient => "prctl(PR_CAP_AMBIENT_CLEAR_ALL)",
+            Step::Signals => "block forwarded signals",
+            Step::ControlChannel => "socketpair(control channel)",
+            Step::Fork => "fork",
+            Step::ParentDeathSignal => "prctl(PR_SET_PDEATHSIG)",
+            Step::MountPrivate => "mount(/, MS_REC|MS_PRIVATE)",
+            Step::MountProc => "mount(/proc)",
+            Step::LimitUserns => "write /proc/sys/user/max_user_namespaces",
+            Step::ForkWorker => "fork(worker)",
+            Step::NoNewPrivs => "prctl(PR_SET_NO_NEW_PRIVS)",
+            Step::FilterUnix => "seccomp(unix filter)",
+            Step::FilterNamespaces => "seccomp(namespaces filter)",
+            Step::Exec => "execvp",
+            Step::Wait => "waitpid",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Error {
+    /// Bad command line.
+    Usage(String),
+    /// An embedded filter program failed validation.
+    Filter(String),
+    /// A setup step failed.
+    Setup { step: Step, source: io::Error },
+    /// A step kept failing with EINVAL because the process was still
+    /// multi-threaded in the kernel's eyes, past the retry bound.
+    Transient {
+        step: Step,
+        tries: u32,
+        elapsed: Duration,
+        source: io::Error,
+    },
+    /// `/proc/self/task` kept showing other threads past the wait bound.
+    StillThreaded { threads: usize, waited: Duration },
+    /// The command could not be executed.
+    Exec { program: String, source: io::Error },
+}
+
+impl Error {
+    pub fn setup(step: Step, source: impl Into<io::Error>) -> Error {
+        Error::Setup {
+            step,
+            source: source.into(),
+        }
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Exec { source, .. } => exec_exit_code(source.raw_os_error().unwrap_or(0)),
+            _ => EXIT_SETUP,
+        }
+    }
+
+    /// A hint for the errnos people actually hit, or `None`.
+    fn hint(&self) -> Option<&'static str> {
+        let (step, errno) = match self {
+            Error::Setup { step, source } => (*step, source.raw_os_error()?),
+            _ => return None,
+        };
+        match (step, errno) {
+            (Step::UnshareUser, libc::EPERM) | (Step::UnshareUser, libc::EACCES) => Some(
+                "unprivileged user namespaces are refused here; the usual causes are \
+                 kernel.unprivileged_userns_clone=0, user.max_user_namespaces=0, AppArmor's \
+                 kernel.apparmor_restrict_unprivileged_userns=1, or a container's seccomp \
+                 profile. Allow them, or run the sandbox with the capabilities it needs.",
+            ),
+            (Step::UnshareUser, libc::ENOSPC) | (Step::UnshareUser, libc::EUSERS) => Some(
+                "the user namespace limit is reached (user.max_user_namespaces, or the nesting \
+                 depth of 32): the caller may already run inside a namespace that forbids more",
+            ),
+            (Step::UidMap | Step::GidMap | Step::Setgroups, libc::EPERM) => Some(
+                "the id map was refused: a root caller inside bubblewrap needs \
+                 --cap-add CAP_SETFCAP to map uid 0",
+            ),
+            (Step::UnsharePidMountInUserns, libc::EPERM) => Some(
+                "the new user namespace gave no CAP_SYS_ADMIN: is a security module \
+                 restricting it?",
+            ),
+            (Step::FilterUnix | Step::FilterNamespaces, libc::EINVAL) => {
+                Some("the kernel refused the seccomp program: is CONFIG_SECCOMP_FILTER enabled?")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The exit code for a failed `execvp`, as shells report it.
+pub fn exec_exit_code(errno: i32) -> i32 {
+    match errno {
+        libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG | libc::ELOOP => EXIT_NOT_FOUND,
+        _ => EXIT_CANNOT_EXEC,
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(msg) => write!(f, "apply-seccomp: {msg}"),
+            Error::Filter(msg) => write!(f, "apply-seccomp: embedded seccomp filter: {msg}"),
+            Error::Setup { step, source } => {
+                write!(
+                    f,
+                    "apply-seccomp: {}: {}",
+                    step.describe(),
+                    strerror(source)
+                )?;
+                if let Some(hint) = self.hint() {
+                    write!(f, "\napply-seccomp: hint: {hint}")?;
+                }
+                Ok(())
+            }
+            Error::Transient {
+                step,
+                tries,
+                elapsed,
+                source,
+            } => write!(
+                f,
+                "apply-seccomp: {}: {} after {tries} tries over {} us: transient setup failure \
+                 (the process still counted as multi-threaded), not a policy denial; running \
+                 the command again is expected to work",
+                step.describe(),
+                strerror(source),
+                elapsed.as_micros()
+            ),
+            Error::StillThreaded { threads, waited } => write!(
+                f,
+                "apply-seccomp: {}: still {threads} threads after {} us: transient setup \
+                 failure, not a policy denial; running the command again is expected to work",
+                Step::WaitSingleThreaded.describe(),
+                waited.as_micros()
+            ),
+            Error::Exec { program, source } => {
+                write!(f, "apply-seccomp: execvp({program}): {}", strerror(source))
+            }
+        }
+    }
+}
+
+/// The C library's text for an errno, without Rust's " (os error N)".
+pub fn strerror(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_round_trip_through_their_numbers() {
+        for step in Step::ALL {
+            assert_eq!(Step::from_u8(step as u8), Some(step));
+        }
+        assert_eq!(Step::from_u8(0), None);
+        assert_eq!(Step::from_u8(200), None);
+    }
+
+    #[test]
+    fn messages_name_the_step_and_the_errno_text() {
+        let e = Error::setup(Step::UnshareUser, io::Error::from_raw_os_error(libc::EPERM));
+        let text = e.to_string();
+        assert!(
+            text.starts_with("apply-seccomp: unshare(CLONE_NEWUSER): Operation not permitted\n")
+        );
+        assert!(text.contains("kernel.apparmor_restrict_unprivileged_userns"));
+        assert_eq!(e.exit_code(), EXIT_SETUP);
+    }
+
+    #[test]
+    fn transient_failures_say_so() {
+        let e = Error::Transient {
+            step: Step::UnshareUser,
+            tries: 9,
+            elapsed: Duration::from_micros(1234),
+            source: io::Error::from_raw_os_error(libc::EINVAL),
+        };
+        let text = e.to_string();
+        assert!(text.contains("Invalid argument after 9 tries over 1234 us"));
+        assert!(text.contains("transient setup failure"));
+        assert!(text.contains("not a policy denial"));
+    }
+
+    #[test]
+    fn exec_codes_follow_the_shell() {
+        assert_eq!(exec_exit_code(libc::ENOENT), EXIT_NOT_FOUND);
+        assert_eq!(exec_exit_code(libc::EACCES), EXIT_CANNOT_EXEC);
+        assert_eq!(exec_exit_code(libc::ENOEXEC), EXIT_CANNOT_EXEC);
+    }
+}

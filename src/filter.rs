@@ -1,0 +1,82 @@
+//! The two seccomp programs, compiled by `build.rs` from `filter/rules.rs`
+//! for the target architecture, embedded, and validated at startup.
+
+use crate::error::Error;
+
+#[cfg(test)]
+mod interp;
+#[cfg(test)]
+mod tests;
+
+/// Instruction bytes with the alignment of `struct sock_filter` and more.
+#[repr(C, align(8))]
+struct Aligned<B: ?Sized>(B);
+
+macro_rules! embed {
+    ($file:literal) => {{
+        static PROGRAM: &Aligned<[u8]> =
+            &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/", $file)));
+        &PROGRAM.0
+    }};
+}
+
+#[cfg(target_arch = "x86_64")]
+fn embedded_bytes() -> (&'static [u8], &'static [u8]) {
+    (embed!("x86_64-unix.bpf"), embed!("x86_64-namespaces.bpf"))
+}
+
+#[cfg(target_arch = "aarch64")]
+fn embedded_bytes() -> (&'static [u8], &'static [u8]) {
+    (embed!("aarch64-unix.bpf"), embed!("aarch64-namespaces.bpf"))
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("apply-seccomp has filters for x86_64 and aarch64 only");
+
+/// Size of one `struct sock_filter`.
+pub const INSN_SIZE: usize = 8;
+/// `BPF_MAXINSNS`: the kernel's limit on a classic BPF program.
+pub const MAX_INSNS: usize = 4096;
+
+/// A validated program: non-empty, whole instructions, at most 4096.
+#[derive(Clone, Copy, Debug)]
+pub struct Program(&'static [u8]);
+
+impl Program {
+    pub fn new(bytes: &'static [u8]) -> Result<Program, String> {
+        if bytes.is_empty() {
+            return Err("empty program".into());
+        }
+        if bytes.len() % INSN_SIZE != 0 {
+            return Err(format!("{} bytes is not a multiple of 8", bytes.len()));
+        }
+        if bytes.len() / INSN_SIZE > MAX_INSNS {
+            return Err(format!("{} instructions, more than 4096", bytes.len() / 8));
+        }
+        Ok(Program(bytes))
+    }
+
+    pub fn bytes(self) -> &'static [u8] {
+        self.0
+    }
+}
+
+/// The filters the worker installs, in order.
+#[derive(Clone, Copy, Debug)]
+pub struct Filters {
+    pub unix: Program,
+    /// `None` when nesting is allowed (`SRT_ALLOW_NESTED_USERNS=1`).
+    pub namespaces: Option<Program>,
+}
+
+/// Validates the embedded programs and picks those to install.
+pub fn filters(allow_nested_userns: bool) -> Result<Filters, Error> {
+    let (unix, namespaces) = embedded_bytes();
+    let unix = Program::new(unix).map_err(|e| Error::Filter(format!("unix: {e}")))?;
+    let namespaces =
+        Program::new(namespaces).map_err(|e| Error::Filter(format!("namespaces: {e}")))?;
+    Ok(Filters {
+        unix,
+        namespaces: (!allow_nested_userns).then_some(namespaces),
+    })
+}

@@ -1,0 +1,160 @@
+//! apply-seccomp: a race-free, single-threaded drop-in for the seccomp
+//! helper of Anthropic's sandbox runtime (`srt`).
+//!
+//! Data flows one way: cli -> filter (validate) -> userns (enter) ->
+//! supervise (fork: outer stub / inner init) -> worker (exec). Only this
+//! file prints, and only `sys` holds `unsafe`.
+
+mod cli;
+mod error;
+mod filter;
+mod supervise;
+mod sys;
+mod threads;
+mod userns;
+mod worker;
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+
+use cli::{Action, RunConfig};
+use error::{Error, Step};
+use supervise::{Kind, Report};
+use userns::{Backoff, Path};
+
+fn main() {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let code = match cli::parse(&args, &cli::Env::from_process()) {
+        Ok(Action::Help) => print_out(&help()),
+        Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", env!("CARGO_PKG_VERSION"))),
+        Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),
+        Ok(Action::Run(cfg)) => run(&cfg).unwrap_or_else(|e| {
+            eprintln!("{e}");
+            e.exit_code()
+        }),
+        Err(e) => {
+            eprintln!("{e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+fn print_out(text: &str) -> i32 {
+    match io::stdout().write_all(text.as_bytes()) {
+        Ok(()) => 0,
+        Err(_) => error::EXIT_SETUP,
+    }
+}
+
+fn help() -> String {
+    format!(
+        "{usage}\n\n\
+         Runs <command> in new PID and mount namespaces (through a new user\n\
+         namespace when needed) under seccomp filters that refuse Unix-domain\n\
+         and vsock sockets, io_uring, and new user/mount namespaces.\n\n\
+         Environment:\n  \
+           SRT_ALLOW_NESTED_USERNS=1  leave out the namespaces filter and limit\n  \
+           SRT_DEBUG=<non-empty>      diagnostics on stderr\n  \
+           SRT_HELPER_FEATURES=1      print supported features and run nothing\n\n\
+         Exit status: the command's own; 125 helper failure; 126 command not\n\
+         executable; 127 command not found.\n",
+        usage = cli::USAGE
+    )
+}
+
+fn debug(enabled: bool, line: impl FnOnce() -> String) {
+    if enabled {
+        eprintln!("apply-seccomp: {}", line());
+    }
+}
+
+fn run(cfg: &RunConfig) -> Result<i32, Error> {
+    let filters = filter::filters(cfg.allow_nested_userns)?;
+    let exec = sys::ExecArgs::new(&cfg.argv)
+        .ok_or_else(|| Error::Usage("an argument contains a NUL byte".into()))?;
+    // Before anything is forked, so no process of the tree carries them and
+    // the worker needs no allocation to drop them.
+    for name in cli::SCRUBBED {
+        sys::remove_env(name);
+    }
+
+    let entry = userns::enter(&Backoff::default())?;
+    debug(cfg.debug, || match (entry.path, entry.userns) {
+        (Path::UserNamespace, Some(u)) => format!(
+            "entry: user namespace path; threads checked: {}, thread polls: {}, \
+             unshare(CLONE_NEWUSER) retries: {}, userns entry {} us, total {} us",
+            if u.wait.checked {
+                "yes"
+            } else {
+                "no (/proc unreadable)"
+            },
+            u.wait.polls,
+            u.retries,
+            u.elapsed.as_micros(),
+            entry.elapsed.as_micros()
+        ),
+        _ => format!(
+            "entry: direct path (CAP_SYS_ADMIN); retries: {}, total {} us",
+            entry.direct_retries,
+            entry.elapsed.as_micros()
+        ),
+    });
+
+    caps::clear(None, caps::CapSet::Ambient)
+        .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
+
+    let limit_userns = entry.path == Path::UserNamespace && !cfg.allow_nested_userns;
+    debug(cfg.debug, || {
+        format!(
+            "filters: unix{}; user namespace limit: {}",
+            if filters.namespaces.is_some() {
+                " + namespaces"
+            } else {
+                " only (nesting allowed)"
+            },
+            if limit_userns { "yes" } else { "no" }
+        )
+    });
+    let outcome = supervise::run(&supervise::Plan {
+        exec: &exec,
+        filters,
+        limit_userns,
+    })?;
+    for report in &outcome.reports {
+        print_report(cfg, report);
+    }
+    debug(cfg.debug, || format!("exit status {}", outcome.status));
+    Ok(outcome.status)
+}
+
+fn print_report(cfg: &RunConfig, r: &Report) {
+    let source = io::Error::from_raw_os_error(r.errno);
+    match (r.kind, r.step) {
+        (Kind::Fatal, Step::Exec) => eprintln!(
+            "{}",
+            Error::Exec {
+                program: cfg.argv[0].to_string_lossy().into_owned(),
+                source
+            }
+        ),
+        (Kind::Fatal, step) => eprintln!("{}", Error::setup(step, source)),
+        (Kind::Warning, Step::LimitUserns) => eprintln!(
+            "apply-seccomp: could not set user.max_user_namespaces ({}); the seccomp filter \
+             alone keeps the command from making namespaces",
+            error::strerror(&source)
+        ),
+        (Kind::Warning, step) => eprintln!(
+            "apply-seccomp: {}: {} (not fatal)",
+            step.describe(),
+            error::strerror(&source)
+        ),
+        (Kind::Debug, step) => debug(cfg.debug, || {
+            format!(
+                "{}: {} (tolerated)",
+                step.describe(),
+                error::strerror(&source)
+            )
+        }),
+    }
+}

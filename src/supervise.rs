@@ -1,0 +1,326 @@
+//! The process tree, built after `userns::enter`:
+//!
+//! ```text
+//! caller (bwrap's shell, srt, a library)
+//!  └─ apply-seccomp: outer stub        caller's PID namespace, no filter
+//!     │  forwards TERM INT HUP QUIT USR1 USR2, reaps its child, prints the
+//!     │  reports the inner processes send over the control channel, exits
+//!     │  with the child's status (code, or 128+signal)
+//!     └─ inner init, PID 1             new PID + mount namespaces
+//!        │  PDEATHSIG=KILL (checked against a parent already gone),
+//!        │  non-dumpable, / private, fresh /proc, max_user_namespaces=0,
+//!        │  forwards the same signals, reaps every child, exits with the
+//!        │  worker's status
+//!        └─ worker, PID 2              worker.rs: no_new_privs, filters,
+//!                                      execvp(command)
+//! ```
+//!
+//! Everything the children need (argv, filters, signal sets, the control
+//! socket) is prepared before the first fork. Between fork and exec (or
+//! `_exit`) the children only make these calls, none of which allocates,
+//! formats or panics: prctl (PDEATHSIG, DUMPABLE, NO_NEW_PRIVS), poll,
+//! mount, open/write/close, fork, sigprocmask, sigwait, kill, wait4,
+//! seccomp, execve (through execvp), send of an 8-byte report, `_exit`.
+//!
+//! The control channel is a SOCK_SEQPACKET pair: the inner processes write
+//! fixed 8-byte reports to their end (close-on-exec, so the command never
+//! holds it); the stub reads them once its child is reaped. The inner end
+//! also tells init whether the stub is still alive (POLLHUP once it is not).
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use nix::errno::Errno;
+use nix::mount::{MsFlags, mount};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::prctl;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use crate::error::{EXIT_SETUP, Error, Step};
+use crate::filter::Filters;
+use crate::sys::{self, ExecArgs, Forked};
+use crate::worker;
+
+/// Signals relayed from the stub to init and from init to the worker.
+pub const FORWARDED: [Signal; 6] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+];
+
+/// What the inner processes need, prepared before the first fork.
+pub struct Plan<'a> {
+    pub exec: &'a ExecArgs,
+    pub filters: Filters,
+    /// Write 0 to `max_user_namespaces` (the helper made the user namespace
+    /// and nesting is not allowed).
+    pub limit_userns: bool,
+}
+
+/// How serious a report from an inner process is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The step failed and the process exited: the command did not run.
+    Fatal = 1,
+    /// The step failed and the run went on (documented as non-fatal).
+    Warning = 2,
+    /// A tolerated failure, shown with `SRT_DEBUG`.
+    Debug = 3,
+}
+
+/// One report from an inner process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub kind: Kind,
+    pub step: Step,
+    pub errno: i32,
+}
+
+impl Report {
+    const SIZE: usize = 8;
+
+    fn encode(self) -> [u8; Report::SIZE] {
+        let e = self.errno.to_le_bytes();
+        [
+            self.kind as u8,
+            self.step as u8,
+            0,
+            0,
+            e[0],
+            e[1],
+            e[2],
+            e[3],
+        ]
+    }
+
+    fn decode(b: &[u8]) -> Option<Report> {
+        if b.len() != Report::SIZE {
+            return None;
+        }
+        let kind = match b[0] {
+            1 => Kind::Fatal,
+            2 => Kind::Warning,
+            3 => Kind::Debug,
+            _ => return None,
+        };
+        Some(Report {
+            kind,
+            step: Step::from_u8(b[1])?,
+            errno: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+        })
+    }
+}
+
+/// What the run came to.
+pub struct Outcome {
+    /// The helper's exit status: the command's, or 125/126/127.
+    pub status: i32,
+    pub reports: Vec<Report>,
+}
+
+/// The inner end of the control channel, as seen by init and the worker.
+#[derive(Clone, Copy)]
+pub struct Channel<'a>(BorrowedFd<'a>);
+
+impl Channel<'_> {
+    /// Sends a report; failure to send is ignored (the exit code still
+    /// tells the stub something went wrong).
+    pub fn report(self, kind: Kind, step: Step, errno: Errno) {
+        let bytes = Report {
+            kind,
+            step,
+            errno: errno as i32,
+        }
+        .encode();
+        let _ = nix::unistd::write(self.0, &bytes);
+    }
+
+    /// Reports a fatal failure and leaves with the setup exit code.
+    pub fn fail(self, step: Step, errno: Errno) -> ! {
+        self.report(Kind::Fatal, step, errno);
+        sys::exit_now(EXIT_SETUP)
+    }
+}
+
+fn signal_set() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in FORWARDED {
+        set.add(s);
+    }
+    set.add(Signal::SIGCHLD);
+    set
+}
+
+/// Builds the tree and supervises it; returns once the command is done.
+pub fn run(plan: &Plan) -> Result<Outcome, Error> {
+    let set = signal_set();
+    // An inherited SIG_IGN for SIGCHLD would make the kernel reap for us.
+    sys::set_default_disposition(libc::SIGCHLD).map_err(|e| Error::setup(Step::Signals, e))?;
+    // Blocked before the fork, so no signal can arrive unhandled between
+    // fork and the first sigwait; the worker restores `original`.
+    let mut original = SigSet::empty();
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut original))
+        .map_err(|e| Error::setup(Step::Signals, e))?;
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+    )
+    .map_err(|e| Error::setup(Step::ControlChannel, e))?;
+
+    match sys::fork().map_err(|e| Error::setup(Step::Fork, e))? {
+        Forked::Child => {
+            drop(ours);
+            inner_init(plan, &set, &original, theirs)
+        }
+        Forked::Parent(child) => {
+            drop(theirs);
+            let status =
+                supervise(Pid::from_raw(child), &set).map_err(|e| Error::setup(Step::Wait, e))?;
+            Ok(Outcome {
+                status,
+                reports: read_reports(&ours),
+            })
+        }
+    }
+}
+
+/// Relays the forwarded signals to `child` and reaps every child until
+/// `child` itself is reaped; returns its status (code, or 128+signal).
+fn supervise(child: Pid, set: &SigSet) -> Result<i32, Errno> {
+    loop {
+        let sig = set.wait()?;
+        if sig != Signal::SIGCHLD {
+            // ESRCH: the child is already gone; its SIGCHLD is pending.
+            let _ = kill(child, sig);
+            continue;
+        }
+        loop {
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == child => return Ok(code),
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
+                    return Ok(128 + sig as i32);
+                }
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(_) => continue,
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+fn read_reports(ours: &OwnedFd) -> Vec<Report> {
+    let mut reports = Vec::new();
+    let mut buf = [0u8; 64];
+    // Non-blocking: every writer has exited (the PID namespace is empty
+    // once its init is reaped), so this reads what is queued, then stops.
+    while let Ok(n) = nix::unistd::read(ours.as_fd(), &mut buf) {
+        if n == 0 {
+            break;
+        }
+        if let Some(r) = Report::decode(&buf[..n]) {
+            reports.push(r);
+        }
+    }
+    reports
+}
+
+/// PID 1 of the new PID namespace. Never returns.
+fn inner_init(plan: &Plan, set: &SigSet, original: &SigSet, chan_fd: OwnedFd) -> ! {
+    // `chan_fd` lives until this process exits (this function never
+    // returns); close-on-exec, the worker holds it until its exec.
+    let chan = Channel(chan_fd.as_fd());
+
+    if let Err(e) = prctl::set_pdeathsig(Signal::SIGKILL) {
+        chan.fail(Step::ParentDeathSignal, e);
+    }
+    // The stub may have died before the prctl took effect: its end of the
+    // channel is then closed and ours reports POLLHUP.
+    let mut fds = [PollFd::new(chan.0, PollFlags::empty())];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(_) => {
+            let hup = fds[0]
+                .revents()
+                .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR));
+            if hup {
+                sys::exit_now(EXIT_SETUP);
+            }
+        }
+        Err(e) => chan.fail(Step::ParentDeathSignal, e),
+    }
+    if let Err(e) = prctl::set_dumpable(false) {
+        chan.fail(Step::Dumpable, e);
+    }
+    if let Err(e) = mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    ) {
+        chan.fail(Step::MountPrivate, e);
+    }
+    match mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    ) {
+        Ok(()) => {}
+        // A masked /proc (unprivileged containers) refuses a new instance.
+        Err(Errno::EPERM) => chan.report(Kind::Debug, Step::MountProc, Errno::EPERM),
+        Err(e) => chan.fail(Step::MountProc, e),
+    }
+    if plan.limit_userns {
+        if let Err(e) = limit_user_namespaces() {
+            chan.report(Kind::Warning, Step::LimitUserns, e);
+        }
+    }
+    match sys::fork() {
+        Err(e) => chan.fail(
+            Step::ForkWorker,
+            Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+        ),
+        Ok(Forked::Child) => worker::run(plan, original, chan),
+        Ok(Forked::Parent(pid)) => match supervise(Pid::from_raw(pid), set) {
+            Ok(status) => sys::exit_now(status),
+            Err(e) => chan.fail(Step::Wait, e),
+        },
+    }
+}
+
+fn limit_user_namespaces() -> Result<(), Errno> {
+    use nix::fcntl::{OFlag, open};
+    use nix::sys::stat::Mode;
+    let fd = open(
+        "/proc/sys/user/max_user_namespaces",
+        OFlag::O_WRONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    nix::unistd::write(&fd, b"0\n").map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_round_trip() {
+        let r = Report {
+            kind: Kind::Warning,
+            step: Step::LimitUserns,
+            errno: libc::EACCES,
+        };
+        assert_eq!(Report::decode(&r.encode()), Some(r));
+        assert_eq!(Report::decode(&[9, 1, 0, 0, 0, 0, 0, 0]), None);
+        assert_eq!(Report::decode(&[1, 1, 0]), None);
+    }
+}

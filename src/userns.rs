@@ -1,0 +1,182 @@
+//! Race-free namespace entry, run at the top of the helper.
+//!
+//! 1. `unshare(CLONE_NEWPID|CLONE_NEWNS)` directly: works with
+//!    CAP_SYS_ADMIN (root on a bare host). Any error but EPERM ends here.
+//! 2. On EPERM, [`enter_user_namespace`]: wait until `/proc/self/task` has
+//!    one entry, then `unshare(CLONE_NEWUSER)`, retried on EINVAL with a
+//!    bounded backoff (count and total time); then `setgroups` deny and a
+//!    1:1 uid/gid map, with dumpable raised for the writes; then
+//!    `unshare(CLONE_NEWPID|CLONE_NEWNS)` inside it.
+//!
+//! [`enter_user_namespace`] is also what `--race-test`'s helper strategy
+//! calls: the same code, not a copy.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::prctl;
+
+use crate::error::{Error, Step};
+use crate::sys;
+use crate::threads::{self, ThreadWait};
+
+/// Bounds of the entry routine.
+#[derive(Clone, Copy, Debug)]
+pub struct Backoff {
+    /// Longest wait for `/proc/self/task` to show one thread.
+    pub thread_wait: Duration,
+    /// Most `unshare` attempts in all (first try included).
+    pub max_tries: u32,
+    /// Longest time spent retrying `unshare` on EINVAL.
+    pub max_retry_time: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            thread_wait: threads::WAIT_BUDGET,
+            max_tries: 12,
+            max_retry_time: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Which way the helper got its namespaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// `unshare(CLONE_NEWPID|CLONE_NEWNS)` worked as is.
+    Direct,
+    /// Through a new user namespace made by the helper.
+    UserNamespace,
+}
+
+/// What the user namespace entry did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UsernsEntry {
+    pub wait: ThreadWait,
+    /// EINVAL answers retried.
+    pub retries: u32,
+    pub elapsed: Duration,
+}
+
+/// What [`enter`] did.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    pub path: Path,
+    pub userns: Option<UsernsEntry>,
+    /// EINVAL answers retried by the direct attempt.
+    pub direct_retries: u32,
+    pub elapsed: Duration,
+}
+
+const PID_MOUNT: CloneFlags = CloneFlags::CLONE_NEWPID.union(CloneFlags::CLONE_NEWNS);
+
+/// The whole entry: new PID and mount namespaces, through a user namespace
+/// when the caller lacks CAP_SYS_ADMIN.
+pub fn enter(backoff: &Backoff) -> Result<Entry, Error> {
+    let start = Instant::now();
+    // CLONE_NEWNS implies CLONE_FS, which also needs a thread group of one,
+    // so the direct attempt retries EINVAL the same way.
+    match unshare_retrying(PID_MOUNT, Step::UnsharePidMount, backoff, false) {
+        Ok((retries, _)) => {
+            return Ok(Entry {
+                path: Path::Direct,
+                userns: None,
+                direct_retries: retries,
+                elapsed: start.elapsed(),
+            });
+        }
+        Err(Error::Setup { source, .. }) if source.raw_os_error() == Some(libc::EPERM) => {}
+        Err(e) => return Err(e),
+    }
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let userns = enter_user_namespace(backoff)?;
+    write_id_maps(uid, gid)?;
+    unshare(PID_MOUNT).map_err(|e| Error::setup(Step::UnsharePidMountInUserns, e))?;
+    Ok(Entry {
+        path: Path::UserNamespace,
+        userns: Some(userns),
+        direct_retries: 0,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// Waits for a single thread, then `unshare(CLONE_NEWUSER)` with bounded
+/// retries on EINVAL.
+pub fn enter_user_namespace(backoff: &Backoff) -> Result<UsernsEntry, Error> {
+    let start = Instant::now();
+    let (retries, wait) =
+        unshare_retrying(CloneFlags::CLONE_NEWUSER, Step::UnshareUser, backoff, true)?;
+    Ok(UsernsEntry {
+        wait,
+        retries,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// `unshare(flags)`, retried while it answers EINVAL (the thread group is
+/// not yet empty in the kernel's eyes), within `backoff`. With
+/// `wait_first`, waits for one thread before the first attempt; it always
+/// waits again before a retry. Returns the retries used.
+fn unshare_retrying(
+    flags: CloneFlags,
+    step: Step,
+    backoff: &Backoff,
+    wait_first: bool,
+) -> Result<(u32, ThreadWait), Error> {
+    let start = Instant::now();
+    let mut wait = ThreadWait::default();
+    let mut tries = 0u32;
+    loop {
+        if wait_first || tries > 0 {
+            let w = threads::wait_single_threaded(backoff.thread_wait)?;
+            wait.polls += w.polls;
+            wait.checked = w.checked;
+        }
+        tries += 1;
+        match unshare(flags) {
+            Ok(()) => return Ok((tries - 1, wait)),
+            Err(nix::errno::Errno::EINVAL)
+                if tries < backoff.max_tries && start.elapsed() < backoff.max_retry_time =>
+            {
+                threads::pause(tries - 1);
+            }
+            Err(nix::errno::Errno::EINVAL) => {
+                return Err(Error::Transient {
+                    step,
+                    tries,
+                    elapsed: start.elapsed(),
+                    source: io::Error::from_raw_os_error(libc::EINVAL),
+                });
+            }
+            Err(e) => return Err(Error::setup(step, e)),
+        }
+    }
+}
+
+/// `setgroups` deny and 1:1 maps. A process that started non-dumpable (an
+/// execute-only binary) cannot open its own `/proc/self/*_map`, so dumpable
+/// is raised for the writes and the stricter value put back after.
+fn write_id_maps(uid: u32, gid: u32) -> Result<(), Error> {
+    let before = sys::get_dumpable().map_err(|e| Error::setup(Step::Dumpable, e))?;
+    if before != 1 {
+        prctl::set_dumpable(true).map_err(|e| Error::setup(Step::Dumpable, e))?;
+    }
+    let written = write_maps(uid, gid);
+    if before != 1 {
+        // PR_SET_DUMPABLE takes only 0 or 1; 0 is the stricter of both.
+        prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
+    }
+    written
+}
+
+fn write_maps(uid: u32, gid: u32) -> Result<(), Error> {
+    let write = |path: &str, text: String, step: Step| {
+        std::fs::write(path, text).map_err(|e| Error::setup(step, e))
+    };
+    write("/proc/self/setgroups", "deny".into(), Step::Setgroups)?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"), Step::UidMap)?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"), Step::GidMap)
+}

@@ -1,0 +1,39 @@
+//! The worker, PID 2: the last steps before the command.
+//!
+//! Runs between fork and exec: no allocation, no formatting, no panics.
+//! Calls made: sigprocmask, prctl(PR_SET_NO_NEW_PRIVS), seccomp (once or
+//! twice), execve (through execvp's PATH search), and on failure a send of
+//! one report and `_exit`. The environment was scrubbed before the first
+//! fork (main.rs), and inherited file descriptors are left alone.
+
+use nix::errno::Errno;
+use nix::sys::prctl;
+use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+
+use crate::error::{Step, exec_exit_code};
+use crate::supervise::{Channel, Kind, Plan};
+use crate::sys;
+
+fn errno_of(e: &std::io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(0))
+}
+
+pub fn run(plan: &Plan, original_mask: &SigSet, chan: Channel) -> ! {
+    if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(original_mask), None) {
+        chan.fail(Step::Signals, e);
+    }
+    if let Err(e) = prctl::set_no_new_privs() {
+        chan.fail(Step::NoNewPrivs, e);
+    }
+    if let Err(e) = sys::install_filter(plan.filters.unix.bytes()) {
+        chan.fail(Step::FilterUnix, errno_of(&e));
+    }
+    if let Some(ns) = plan.filters.namespaces {
+        if let Err(e) = sys::install_filter(ns.bytes()) {
+            chan.fail(Step::FilterNamespaces, errno_of(&e));
+        }
+    }
+    let err = errno_of(&sys::execvp(plan.exec));
+    chan.report(Kind::Fatal, Step::Exec, err);
+    sys::exit_now(exec_exit_code(err as i32))
+}
