@@ -72,7 +72,7 @@ fn is(value: &Option<OsString>, expected: &str) -> bool {
     value.as_deref() == Some(OsStr::new(expected))
 }
 
-/// `args` excludes argv[0].
+/// `args` excludes `argv[0]`.
 pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
     // As upstream: exactly "1" asks for the feature list, whatever follows.
     if is(&env.helper_features, "1") {

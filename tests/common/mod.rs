@@ -1,0 +1,283 @@
+//! Shared plumbing for the end-to-end tests: they run the BUILT binary
+//! (never unsharing inside this multi-threaded harness), directly on the
+//! host and under real bubblewrap with the client's options, as root and as
+//! uid 65534.
+//!
+//! The binary and the probe are copied to a world-readable folder under
+//! /tmp, since uid 65534 may not reach the checkout. Folders of earlier runs
+//! whose process is gone are removed when the next run starts.
+//!
+//! A test that needs something missing (root, bubblewrap, strace, a C
+//! compiler) skips with a `SKIP:` line; with `APPLY_SECCOMP_MUST_WORK=1`
+//! (set by `.ci/run`) every skip is a failure instead.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+pub const NOBODY: u32 = 65534;
+const PREFIX: &str = "apply-seccomp-test-";
+
+/// The options srt gives bubblewrap around the helper (CONTRACT.md).
+pub const BWRAP_OPTIONS: [&str; 14] = [
+    "--new-session",
+    "--die-with-parent",
+    "--unshare-net",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--unshare-pid",
+    "--unshare-user",
+    "--cap-drop",
+    "ALL",
+    "--proc",
+    "/proc",
+];
+
+pub fn must_work() -> bool {
+    std::env::var_os("APPLY_SECCOMP_MUST_WORK").is_some_and(|v| v == "1")
+}
+
+/// Skips the calling test (returns `false`) or, in CI, fails it.
+pub fn skip(reason: &str) -> bool {
+    if must_work() {
+        panic!("APPLY_SECCOMP_MUST_WORK=1 and this test cannot run: {reason}");
+    }
+    eprintln!("SKIP: {reason}");
+    false
+}
+
+pub fn is_root() -> bool {
+    // SAFETY-free: read from /proc rather than calling geteuid().
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(["/usr/bin".into(), "/bin".into(), "/usr/sbin".into()])
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+pub struct Fixture {
+    pub dir: PathBuf,
+    pub helper: PathBuf,
+    probe: Option<PathBuf>,
+    probe_error: String,
+}
+
+fn pid_alive(pid: &str) -> bool {
+    Path::new("/proc").join(pid).exists()
+}
+
+fn make_fixture() -> Fixture {
+    let tmp = std::env::temp_dir();
+    if let Ok(entries) = std::fs::read_dir(&tmp) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(rest) = name.strip_prefix(PREFIX) {
+                let pid = rest.split('-').next().unwrap_or("");
+                if !pid_alive(pid) {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+    }
+    let dir = tmp.join(format!("{PREFIX}{}-{}", std::process::id(), nonce()));
+    std::fs::create_dir_all(&dir).expect("create fixture folder");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let helper = dir.join("apply-seccomp");
+    std::fs::copy(env!("CARGO_BIN_EXE_apply-seccomp"), &helper).expect("copy helper");
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe/probe.c");
+    let probe = dir.join("probe");
+    let (probe, probe_error) = match which("cc").or_else(|| which("gcc")) {
+        None => (None, "no C compiler (cc) to build the probe".to_string()),
+        Some(cc) => {
+            let out = Command::new(cc)
+                .args(["-static", "-O1", "-pthread", "-o"])
+                .arg(&probe)
+                .arg(&src)
+                .output()
+                .expect("run cc");
+            if out.status.success() {
+                (Some(probe), String::new())
+            } else {
+                (
+                    None,
+                    format!(
+                        "cannot build the probe (static glibc?): {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ),
+                )
+            }
+        }
+    };
+    Fixture {
+        dir,
+        helper,
+        probe,
+        probe_error,
+    }
+}
+
+fn nonce() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+pub fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(make_fixture)
+}
+
+impl Fixture {
+    /// The probe, or a skip.
+    pub fn probe(&self) -> Option<&Path> {
+        match &self.probe {
+            Some(p) => Some(p),
+            None => {
+                skip(&self.probe_error);
+                None
+            }
+        }
+    }
+
+    /// A copy of the helper with the given mode, for install-mode tests.
+    pub fn helper_copy(&self, name: &str, mode: u32) -> PathBuf {
+        let path = self.dir.join(name);
+        if !path.exists() {
+            std::fs::copy(&self.helper, &path).expect("copy helper");
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum User {
+    /// uid 0 (only when the tests run as root).
+    Root,
+    /// uid 65534 when the tests run as root; else the current user.
+    Unprivileged,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    Host,
+    /// Inside bubblewrap with the client's options.
+    Bwrap,
+}
+
+/// Every (place, user) this machine can run; the rest are skipped.
+pub fn matrix() -> Vec<(Place, User)> {
+    let mut users = vec![User::Unprivileged];
+    if is_root() {
+        users.insert(0, User::Root);
+    } else {
+        skip("not running as root: the root cases are left out");
+    }
+    let mut places = vec![Place::Host];
+    if which("bwrap").is_some() {
+        places.push(Place::Bwrap);
+    } else {
+        skip("bubblewrap (bwrap) is not installed: the bwrap cases are left out");
+    }
+    let mut m = Vec::new();
+    for &p in &places {
+        for &u in &users {
+            m.push((p, u));
+        }
+    }
+    m
+}
+
+/// A command that runs `program args...` as `user` at `place`, with a clean
+/// environment plus `env`.
+pub fn command<S: AsRef<OsStr>>(
+    place: Place,
+    user: User,
+    env: &[(&str, &str)],
+    program: &Path,
+    args: &[S],
+) -> Command {
+    let mut cmd = match place {
+        Place::Host => Command::new(program),
+        Place::Bwrap => {
+            let mut c = Command::new(which("bwrap").expect("bwrap"));
+            c.args(BWRAP_OPTIONS);
+            if user == User::Root {
+                c.args(["--cap-add", "CAP_SETFCAP"]);
+            }
+            c.arg("--").arg(program);
+            c
+        }
+    };
+    cmd.args(args);
+    cmd.env_clear();
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if user == User::Unprivileged && is_root() {
+        cmd.uid(NOBODY).gid(NOBODY);
+    }
+    cmd.current_dir("/");
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// Runs the helper on `args` at `place` as `user`.
+pub fn helper<S: AsRef<OsStr>>(
+    place: Place,
+    user: User,
+    env: &[(&str, &str)],
+    args: &[S],
+) -> Output {
+    command(place, user, env, &fixture().helper, args)
+        .output()
+        .expect("spawn")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `key:\tvalue` from a /proc status text.
+pub fn status_field<'a>(status: &'a str, key: &str) -> Option<&'a str> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+/// Parses the probe's `name=result` lines.
+pub fn probe_results(out: &str) -> std::collections::BTreeMap<String, String> {
+    out.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

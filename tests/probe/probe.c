@@ -1,0 +1,199 @@
+/* Probe run INSIDE the helper by the end-to-end tests.
+ *
+ * Each argument names one check; the probe prints `name=result` per line:
+ *   ok             the call worked (sockets: SO_DOMAIN confirmed)
+ *   errno:NAME     the call failed with that errno
+ *   signal:N       the call was made in a forked child, which died by N
+ *   returned:R     a kill case whose call returned instead
+ *
+ * Refused calls pass arguments the kernel itself rejects (bad fd, bad
+ * pointer, invalid flag bits), so EPERM can only come from the filter and
+ * an unfiltered run shows the kernel's own errno.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *errname(int e) {
+  switch (e) {
+  case EPERM: return "EPERM";
+  case ENOSYS: return "ENOSYS";
+  case EINVAL: return "EINVAL";
+  case EBADF: return "EBADF";
+  case EFAULT: return "EFAULT";
+  case EACCES: return "EACCES";
+  case ENOENT: return "ENOENT";
+  case EAFNOSUPPORT: return "EAFNOSUPPORT";
+  case EOPNOTSUPP: return "EOPNOTSUPP";
+  case ESOCKTNOSUPPORT: return "ESOCKTNOSUPPORT";
+  case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+  default: return "OTHER";
+  }
+}
+
+static void result(const char *name, long ret, int err) {
+  if (ret < 0)
+    printf("%s=errno:%s\n", name, errname(err));
+  else
+    printf("%s=ok\n", name);
+}
+
+/* A raw socket() call; on success the domain is confirmed with SO_DOMAIN. */
+static void sock(const char *name, unsigned long domain, int type, int proto,
+                 int want_domain) {
+  long fd = syscall(SYS_socket, domain, type, proto);
+  int err = errno;
+  if (fd >= 0) {
+    int d = -1;
+    socklen_t len = sizeof d;
+    if (getsockopt((int)fd, SOL_SOCKET, SO_DOMAIN, &d, &len) != 0 || d != want_domain) {
+      printf("%s=wrong-domain:%d\n", name, d);
+      close((int)fd);
+      return;
+    }
+    close((int)fd);
+  }
+  result(name, fd, err);
+}
+
+static void pair(const char *name, unsigned long domain, int type) {
+  int sv[2];
+  long r = syscall(SYS_socketpair, domain, type, 0, sv);
+  int err = errno;
+  if (r == 0) {
+    int d = -1;
+    socklen_t len = sizeof d;
+    getsockopt(sv[0], SOL_SOCKET, SO_DOMAIN, &d, &len);
+    close(sv[0]);
+    close(sv[1]);
+    if (d != AF_UNIX) {
+      printf("%s=wrong-domain:%d\n", name, d);
+      return;
+    }
+  }
+  result(name, r, err);
+}
+
+static void raw(const char *name, long nr, long a, long b, long c, long d,
+                long e) {
+  long r = syscall(nr, a, b, c, d, e, 0L);
+  result(name, r, errno);
+}
+
+/* Runs `fn` in a forked child; reports how the child ended. */
+static void in_child(const char *name, long (*fn)(void)) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    printf("%s=errno:%s\n", name, errname(errno));
+    return;
+  }
+  if (pid == 0) {
+    long r = fn();
+    printf("%s=returned:%ld/%s\n", name, r, r < 0 ? errname(errno) : "-");
+    fflush(stdout);
+    _exit(0);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  if (WIFSIGNALED(st))
+    printf("%s=signal:%d\n", name, WTERMSIG(st));
+}
+
+#if defined(__x86_64__)
+static long x32_getpid(void) { return syscall(0x40000000L | SYS_getpid); }
+static long x32_socket(void) { return syscall(0x40000000L | 41, AF_INET, SOCK_STREAM, 0); }
+static long i386_call(long nr, long a, long b, long c) {
+  long ret;
+  __asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(a), "c"(b), "d"(c) : "memory");
+  if (ret < 0 && ret > -4096) {
+    errno = (int)-ret;
+    return -1;
+  }
+  return ret;
+}
+static long i386_socket(void) { return i386_call(359, AF_UNIX, SOCK_STREAM, 0); }
+static long i386_socketcall(void) { return i386_call(102, 1 /* SYS_SOCKET */, 0, 0); }
+static long i386_getpid(void) { return i386_call(20, 0, 0, 0); }
+#endif
+
+static void *thread_fn(void *arg) { return arg; }
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  for (int i = 1; i < argc; i++) {
+    const char *c = argv[i];
+    errno = 0;
+    if (!strcmp(c, "unix-stream")) sock(c, AF_UNIX, SOCK_STREAM, 0, AF_UNIX);
+    else if (!strcmp(c, "unix-dgram")) sock(c, AF_UNIX, SOCK_DGRAM, 0, AF_UNIX);
+    else if (!strcmp(c, "unix-seqpacket")) sock(c, AF_UNIX, SOCK_SEQPACKET, 0, AF_UNIX);
+    else if (!strcmp(c, "unix-flags")) sock(c, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, AF_UNIX);
+    else if (!strcmp(c, "unix-high")) sock(c, 0x100000001UL, SOCK_STREAM, 0, AF_UNIX);
+    else if (!strcmp(c, "unix-allhigh")) sock(c, 0xffffffff00000001UL, SOCK_STREAM, 0, AF_UNIX);
+    else if (!strcmp(c, "vsock")) sock(c, 40, SOCK_STREAM, 0, 40);
+    else if (!strcmp(c, "inet")) sock(c, AF_INET, SOCK_STREAM, 0, AF_INET);
+    else if (!strcmp(c, "inet6")) sock(c, AF_INET6, SOCK_DGRAM, 0, AF_INET6);
+    else if (!strcmp(c, "netlink")) sock(c, AF_NETLINK, SOCK_RAW, 0, AF_NETLINK);
+    else if (!strcmp(c, "pair-stream")) pair(c, AF_UNIX, SOCK_STREAM);
+    else if (!strcmp(c, "pair-seqpacket")) pair(c, AF_UNIX, SOCK_SEQPACKET);
+    else if (!strcmp(c, "pair-dgram")) pair(c, AF_UNIX, SOCK_DGRAM);
+    else if (!strcmp(c, "pair-dgram-flags")) pair(c, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC);
+    else if (!strcmp(c, "pair-raw")) pair(c, AF_UNIX, SOCK_RAW);
+    /* io_uring: NULL params / fd -1, which the kernel refuses on its own. */
+    else if (!strcmp(c, "io-uring-setup")) raw(c, 425, 1, 0, 0, 0, 0);
+    else if (!strcmp(c, "io-uring-enter")) raw(c, 426, -1, 0, 0, 0, 0);
+    else if (!strcmp(c, "io-uring-register")) raw(c, 427, -1, 0, 0, 0, 0);
+    /* unshare/clone with flag combinations the kernel rejects (EINVAL). */
+    else if (!strcmp(c, "unshare-user")) raw(c, SYS_unshare, CLONE_NEWUSER | 0x1, 0, 0, 0, 0);
+    else if (!strcmp(c, "unshare-ns")) raw(c, SYS_unshare, CLONE_NEWNS | 0x1, 0, 0, 0, 0);
+    else if (!strcmp(c, "unshare-high")) raw(c, SYS_unshare, (long)(0x100000000UL | CLONE_NEWUSER), 0, 0, 0, 0);
+    else if (!strcmp(c, "unshare-net")) raw(c, SYS_unshare, CLONE_NEWNET | 0x1, 0, 0, 0, 0);
+    else if (!strcmp(c, "clone-user")) raw(c, SYS_clone, CLONE_NEWUSER | CLONE_FS | SIGCHLD, 0, 0, 0, 0);
+    else if (!strcmp(c, "clone-user-high")) raw(c, SYS_clone, (long)(0x100000000UL | CLONE_NEWUSER | CLONE_FS | SIGCHLD), 0, 0, 0, 0);
+    else if (!strcmp(c, "clone-ns")) raw(c, SYS_clone, CLONE_NEWNS | CLONE_FS | SIGCHLD, 0, 0, 0, 0);
+    else if (!strcmp(c, "clone3")) raw(c, 435, 0, 0, 0, 0, 0);
+    else if (!strcmp(c, "setns")) raw(c, SYS_setns, -1, 0, 0, 0, 0);
+    else if (!strcmp(c, "mount")) raw(c, SYS_mount, 1, 1, 1, 0, 0);
+    else if (!strcmp(c, "umount2")) raw(c, SYS_umount2, (long)"/", -1, 0, 0, 0);
+    else if (!strcmp(c, "pivot-root")) raw(c, SYS_pivot_root, 1, 1, 0, 0, 0);
+    else if (!strcmp(c, "open-tree")) raw(c, 428, -1, 1, -1, 0, 0);
+    else if (!strcmp(c, "move-mount")) raw(c, 429, -1, 1, -1, 1, -1);
+    else if (!strcmp(c, "fsopen")) raw(c, 430, 1, -1, 0, 0, 0);
+    else if (!strcmp(c, "fsconfig")) raw(c, 431, -1, -1, 0, 0, 0);
+    else if (!strcmp(c, "fsmount")) raw(c, 432, -1, -1, -1, 0, 0);
+    else if (!strcmp(c, "fspick")) raw(c, 433, -1, 1, -1, 0, 0);
+    else if (!strcmp(c, "mount-setattr")) raw(c, 442, -1, 1, -1, 0, 0);
+    else if (!strcmp(c, "open-tree-attr")) raw(c, 467, -1, 1, -1, 0, 0);
+    else if (!strcmp(c, "fork")) {
+      fflush(stdout);
+      pid_t pid = fork();
+      if (pid == 0) _exit(7);
+      int st = 0;
+      if (pid > 0) waitpid(pid, &st, 0);
+      result(c, pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 7 ? 0 : -1, errno);
+    } else if (!strcmp(c, "thread")) {
+      pthread_t t;
+      int r = pthread_create(&t, NULL, thread_fn, NULL);
+      if (r == 0) pthread_join(t, NULL);
+      result(c, r == 0 ? 0 : -1, r);
+    }
+#if defined(__x86_64__)
+    else if (!strcmp(c, "x32-getpid")) in_child(c, x32_getpid);
+    else if (!strcmp(c, "x32-socket")) in_child(c, x32_socket);
+    else if (!strcmp(c, "i386-socket")) in_child(c, i386_socket);
+    else if (!strcmp(c, "i386-socketcall")) in_child(c, i386_socketcall);
+    else if (!strcmp(c, "i386-getpid")) in_child(c, i386_getpid);
+#endif
+    else printf("%s=unknown-check\n", c);
+  }
+  return 0;
+}
