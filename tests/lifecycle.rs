@@ -1,4 +1,5 @@
-//! Signals reach the command, and nothing outlives the helper.
+//! Signals reach the command, and nothing outlives the helper: on the host
+//! and under bubblewrap, as root and as uid 65534.
 
 mod common;
 
@@ -7,21 +8,13 @@ use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Place, User, fixture};
+use common::{Place, User, fixture, matrix};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-fn users() -> Vec<User> {
-    common::matrix()
-        .into_iter()
-        .filter(|(p, _)| *p == Place::Host)
-        .map(|(_, u)| u)
-        .collect()
-}
-
-fn spawn(user: User, script: &str) -> Child {
+fn spawn(place: Place, user: User, script: &str) -> Child {
     common::command(
-        Place::Host,
+        place,
         user,
         &[],
         &fixture().helper,
@@ -60,22 +53,78 @@ fn wait_bounded(child: &mut Child, what: &str) -> std::process::ExitStatus {
     }
 }
 
-/// Processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
+fn pids() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        .collect()
+}
+
+fn cmdline(pid: &str) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+fn parent_of(pid: &str) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // "pid (comm) state ppid ...": comm may hold spaces, so split after ')'.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Whether `pid` descends from `ancestor`.
+fn descends_from(pid: &str, ancestor: u32) -> bool {
+    let ancestor = ancestor.to_string();
+    let mut p = pid.to_string();
+    for _ in 0..32 {
+        p = parent_of(&p);
+        if p == ancestor {
+            return true;
         }
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(marker) {
-                found.push(format!("{name}: {cmdline}"));
-            }
+        if p.is_empty() || p == "0" || p == "1" {
+            return false;
         }
     }
-    found
+    false
+}
+
+/// The host pid of the helper's outer stub: on the host, the child we
+/// spawned; under bubblewrap, the helper process below it whose parent is
+/// not a helper process too (the inner init is a fork of the stub).
+fn stub_pid(place: Place, child: &Child) -> Pid {
+    if place == Place::Host {
+        return Pid::from_raw(child.id() as i32);
+    }
+    let helper = fixture().helper.to_string_lossy().into_owned();
+    let stubs: Vec<String> = pids()
+        .into_iter()
+        .filter(|p| {
+            cmdline(p).starts_with(&helper)
+                && !cmdline(&parent_of(p)).starts_with(&helper)
+                && descends_from(p, child.id())
+        })
+        .collect();
+    assert_eq!(
+        stubs.len(),
+        1,
+        "want one helper stub below bwrap {}: {stubs:?}",
+        child.id()
+    );
+    Pid::from_raw(stubs[0].parse().unwrap())
+}
+
+/// Processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    pids()
+        .into_iter()
+        .map(|p| format!("{p}: {}", cmdline(&p)))
+        .filter(|line| line.contains(marker))
+        .collect()
 }
 
 /// Waits (bounded) until no process carries `marker`; returns survivors.
@@ -99,7 +148,7 @@ fn marker() -> String {
 
 #[test]
 fn forwarded_signals_reach_the_command() {
-    for user in users() {
+    for (place, user) in matrix() {
         for (signal, name, code) in [
             (Signal::SIGTERM, "TERM", 71),
             (Signal::SIGINT, "INT", 72),
@@ -108,41 +157,55 @@ fn forwarded_signals_reach_the_command() {
             (Signal::SIGUSR1, "USR1", 75),
             (Signal::SIGUSR2, "USR2", 76),
         ] {
+            // A background process of the command must end with it.
+            let m = marker();
             let script = format!(
-                "trap 'echo got-{name}; exit {code}' {name}; echo ready; \
+                "trap 'echo got-{name}; exit {code}' {name}; sleep {m} & echo ready; \
                  while :; do sleep 0.05; done"
             );
-            let mut child = spawn(user, &script);
+            let what = format!("{place:?} {user:?} {name}");
+            let mut child = spawn(place, user, &script);
             let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
             wait_for_line(&mut lines, "ready");
-            kill(Pid::from_raw(child.id() as i32), signal).unwrap();
-            let status = wait_bounded(&mut child, &format!("{user:?} {name}"));
-            assert_eq!(status.code(), Some(code), "{user:?} {name}");
+            kill(stub_pid(place, &child), signal).unwrap();
+            let status = wait_bounded(&mut child, &what);
+            assert_eq!(status.code(), Some(code), "{what}");
             wait_for_line(&mut lines, &format!("got-{name}"));
+            let left = survivors(&m);
+            assert!(
+                left.is_empty(),
+                "{what}: left running:\n{}",
+                left.join("\n")
+            );
         }
     }
 }
 
 #[test]
 fn sigkill_of_the_helper_leaves_nothing_running() {
-    for user in users() {
+    for (place, user) in matrix() {
         let m = marker();
-        // A background grandchild, a foreground child, and the shell.
+        // Two background processes, a foreground child, and the shell.
         let script = format!("sleep {m} & sleep {m} & echo ready; sleep {m}; wait");
-        let mut child = spawn(user, &script);
+        let what = format!("{place:?} {user:?}");
+        let mut child = spawn(place, user, &script);
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         wait_for_line(&mut lines, "ready");
         assert!(
             !processes_with(&m).is_empty(),
-            "the command should be running"
+            "{what}: the command should be running"
         );
-        kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
-        let status = wait_bounded(&mut child, &format!("{user:?}"));
-        assert_eq!(status.code(), None, "killed, not exited");
+        kill(stub_pid(place, &child), Signal::SIGKILL).unwrap();
+        let status = wait_bounded(&mut child, &what);
+        match place {
+            Place::Host => assert_eq!(status.code(), None, "{what}: killed, not exited"),
+            // bwrap reports its child's death by SIGKILL as 128+9.
+            Place::Bwrap => assert_eq!(status.code(), Some(137), "{what}"),
+        }
         let left = survivors(&m);
         assert!(
             left.is_empty(),
-            "{user:?}: still running after SIGKILL:\n{}",
+            "{what}: still running after SIGKILL:\n{}",
             left.join("\n")
         );
     }
@@ -150,20 +213,21 @@ fn sigkill_of_the_helper_leaves_nothing_running() {
 
 #[test]
 fn orphans_end_with_the_helper() {
-    for user in users() {
+    for (place, user) in matrix() {
         let m = marker();
         // The worker exits at once, leaving an orphan for init to reap; the
-        // helper then ends with the worker's status and the orphan with it.
+        // helper ends with the worker's status and the orphan with it.
         let script = format!("sleep {m} & echo ready; exit 3");
-        let mut child = spawn(user, &script);
+        let what = format!("{place:?} {user:?}");
+        let mut child = spawn(place, user, &script);
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         wait_for_line(&mut lines, "ready");
-        let status = wait_bounded(&mut child, &format!("{user:?}"));
-        assert_eq!(status.code(), Some(3), "{user:?}");
+        let status = wait_bounded(&mut child, &what);
+        assert_eq!(status.code(), Some(3), "{what}");
         let left = survivors(&m);
         assert!(
             left.is_empty(),
-            "{user:?}: orphan outlived the helper:\n{}",
+            "{what}: orphan outlived the helper:\n{}",
             left.join("\n")
         );
     }
