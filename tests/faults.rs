@@ -60,17 +60,23 @@ fn einval_three_times_in_a_row_is_retried() {
     }
 }
 
+/// The helper exited 125 with `message` and the command never ran.
+fn assert_failed_closed(out: &Output, message: &str) -> String {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(!stdout(out).contains("COMMAND-RAN"), "the command ran");
+    assert!(err.contains(message), "{err}");
+    err
+}
+
 #[test]
 fn einval_forever_fails_closed_as_transient() {
     let Some(out) = strace_run("error=EINVAL:when=2+") else {
         return;
     };
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(125), "{err}");
-    assert!(!stdout(&out).contains("COMMAND-RAN"), "the command ran");
-    assert!(
-        err.contains("apply-seccomp: unshare(CLONE_NEWUSER): Invalid argument after "),
-        "{err}"
+    let err = assert_failed_closed(
+        &out,
+        "apply-seccomp: unshare(CLONE_NEWUSER): Invalid argument after ",
     );
     assert!(err.contains("transient setup failure"), "{err}");
     assert!(err.contains("not a policy denial"), "{err}");
@@ -81,12 +87,9 @@ fn eperm_fails_closed_with_the_hint() {
     let Some(out) = strace_run("error=EPERM:when=2") else {
         return;
     };
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(125), "{err}");
-    assert!(!stdout(&out).contains("COMMAND-RAN"), "the command ran");
-    assert!(
-        err.contains("apply-seccomp: unshare(CLONE_NEWUSER): Operation not permitted"),
-        "{err}"
+    let err = assert_failed_closed(
+        &out,
+        "apply-seccomp: unshare(CLONE_NEWUSER): Operation not permitted",
     );
     for cause in [
         "kernel.unprivileged_userns_clone",

@@ -12,18 +12,19 @@ use common::{Place, User, fixture, matrix};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-fn spawn(place: Place, user: User, script: &str) -> Child {
-    common::command(
-        place,
-        user,
-        &[],
-        &fixture().helper,
-        &["/bin/sh", "-c", script],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn helper")
+type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
+/// Starts the helper on `script` and waits until it prints `ready`.
+fn start(place: Place, user: User, script: &str) -> (Child, Lines) {
+    let helper = &fixture().helper;
+    let mut child = common::command(place, user, &[], helper, &["/bin/sh", "-c", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn helper");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    wait_for_line(&mut lines, "ready");
+    (child, lines)
 }
 
 /// Reads stdout lines until `want` appears; panics at EOF.
@@ -164,9 +165,7 @@ fn forwarded_signals_reach_the_command() {
                  while :; do sleep 0.05; done"
             );
             let what = format!("{place:?} {user:?} {name}");
-            let mut child = spawn(place, user, &script);
-            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-            wait_for_line(&mut lines, "ready");
+            let (mut child, mut lines) = start(place, user, &script);
             kill(stub_pid(place, &child), signal).unwrap();
             let status = wait_bounded(&mut child, &what);
             assert_eq!(status.code(), Some(code), "{what}");
@@ -188,9 +187,7 @@ fn sigkill_of_the_helper_leaves_nothing_running() {
         // Two background processes, a foreground child, and the shell.
         let script = format!("sleep {m} & sleep {m} & echo ready; sleep {m}; wait");
         let what = format!("{place:?} {user:?}");
-        let mut child = spawn(place, user, &script);
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        wait_for_line(&mut lines, "ready");
+        let (mut child, _lines) = start(place, user, &script);
         assert!(
             !processes_with(&m).is_empty(),
             "{what}: the command should be running"
@@ -219,9 +216,7 @@ fn orphans_end_with_the_helper() {
         // helper ends with the worker's status and the orphan with it.
         let script = format!("sleep {m} & echo ready; exit 3");
         let what = format!("{place:?} {user:?}");
-        let mut child = spawn(place, user, &script);
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        wait_for_line(&mut lines, "ready");
+        let (mut child, _lines) = start(place, user, &script);
         let status = wait_bounded(&mut child, &what);
         assert_eq!(status.code(), Some(3), "{what}");
         let left = survivors(&m);
