@@ -9,8 +9,11 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
 use crate::error::Error;
+use crate::race;
 
-pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--] <command> [args...]";
+pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--] <command> [args...]\n       \
+                         apply-seccomp --race-test [--iterations N] [--strategy naive|helper|both]\n       \
+                         [--join futex|spin] [--cpu LIST] [--load N] [--json] [--exec 'HELPER [ARGS]']";
 
 /// Variables removed from the environment before anything is forked, so the
 /// command never sees them.
@@ -66,6 +69,8 @@ pub enum Action {
     /// `SRT_HELPER_FEATURES=1`: print the feature words, run nothing.
     Features,
     Run(RunConfig),
+    /// `--race-test ...`: the race regression tester.
+    RaceTest(race::Config),
 }
 
 fn is(value: &Option<OsString>, expected: &str) -> bool {
@@ -83,6 +88,11 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         Some(b"--") => &args[1..],
         Some(b"--help") => return Ok(Action::Help),
         Some(b"--version") => return Ok(Action::Version),
+        Some(b"--race-test") => {
+            return race::parse(&args[1..])
+                .map(Action::RaceTest)
+                .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
+        }
         Some(option) if option.starts_with(b"--") => {
             return Err(Error::Usage(format!(
                 "unknown option {}\n{USAGE}",
@@ -148,7 +158,12 @@ mod tests {
 
     #[test]
     fn usage_errors() {
-        for bad in [&[][..], &["--"][..], &["--bogus", "true"][..]] {
+        for bad in [
+            &[][..],
+            &["--"][..],
+            &["--bogus", "true"][..],
+            &["--race-test", "--strategy", "x"][..],
+        ] {
             let err = parse(&args(bad), &Env::default()).unwrap_err();
             assert_eq!(err.exit_code(), 125);
             assert!(err.to_string().starts_with("apply-seccomp: "));

@@ -2,12 +2,14 @@
 //! helper of Anthropic's sandbox runtime (`srt`).
 //!
 //! Data flows one way: cli -> filter (validate) -> userns (enter) ->
-//! supervise (fork: outer stub / inner init) -> worker (exec). Only this
-//! file prints, and only `sys` holds `unsafe`.
+//! supervise (fork: outer stub / inner init) -> worker (exec). The race
+//! tester (`--race-test`, race.rs) calls the same `userns` entry routine.
+//! Only this file prints, and only `sys` holds `unsafe`.
 
 mod cli;
 mod error;
 mod filter;
+mod race;
 mod supervise;
 mod sys;
 mod threads;
@@ -28,6 +30,16 @@ fn main() {
         Ok(Action::Help) => print_out(&help()),
         Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", env!("CARGO_PKG_VERSION"))),
         Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),
+        Ok(Action::RaceTest(cfg)) => match race::run(&cfg) {
+            Ok(report) => {
+                print_out(&report.render());
+                report.exit_code()
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                race::EXIT_CANNOT_RUN
+            }
+        },
         Ok(Action::Run(cfg)) => run(&cfg).unwrap_or_else(|e| {
             eprintln!("{e}");
             e.exit_code()

@@ -10,6 +10,7 @@ use std::ffi::{CStr, CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
     if ret < 0 {
@@ -185,5 +186,110 @@ pub fn set_default_disposition(signal: libc::c_int) -> io::Result<()> {
         Err(io::Error::last_os_error())
     } else {
         Ok(())
+    }
+}
+
+/// A thread that exits at once, started with a raw `clone` the way a
+/// runtime starts one (`CLONE_CHILD_CLEARTID`: the kernel zeroes `tid` and
+/// wakes its futex when the thread exits). Only the race tester uses it,
+/// in a forked child; the helper itself never starts a thread.
+///
+/// The stack and the tid word stay borrowed until the thread is joined;
+/// dropping an unjoined handle joins it.
+pub struct ExitingThread<'a> {
+    tid: &'a AtomicI32,
+    _stack: &'a mut [u8],
+    joined: bool,
+}
+
+extern "C" fn exit_at_once(_: *mut libc::c_void) -> libc::c_int {
+    0
+}
+
+impl<'a> ExitingThread<'a> {
+    pub fn start(stack: &'a mut [u8], tid: &'a AtomicI32) -> io::Result<ExitingThread<'a>> {
+        const FLAGS: libc::c_int = libc::CLONE_VM
+            | libc::CLONE_FS
+            | libc::CLONE_FILES
+            | libc::CLONE_SIGHAND
+            | libc::CLONE_THREAD
+            | libc::CLONE_SYSVSEM
+            | libc::CLONE_PARENT_SETTID
+            | libc::CLONE_CHILD_CLEARTID;
+        if stack.len() < 16 * 1024 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        tid.store(-1, Ordering::SeqCst);
+        // Stacks grow down on x86_64 and aarch64: pass the 16-byte aligned top.
+        let top = (stack.as_mut_ptr() as usize + stack.len()) & !15;
+        // SAFETY: the new thread runs `exit_at_once`, which touches no memory
+        // but its own frame on `stack`; `stack` and `tid` are borrowed by the
+        // returned handle, which is joined (explicitly or on drop) before
+        // the borrows end, so both outlive the thread's use of them. The
+        // kernel writes the tid to `tid` (PARENT_SETTID) and zeroes it at
+        // exit (CHILD_CLEARTID); `tid` is an AtomicI32, valid for both.
+        let ret = unsafe {
+            libc::clone(
+                exit_at_once,
+                top as *mut libc::c_void,
+                FLAGS,
+                std::ptr::null_mut(),
+                tid.as_ptr(),
+                std::ptr::null_mut::<libc::c_void>(),
+                tid.as_ptr(),
+            )
+        };
+        if ret < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(ExitingThread {
+            tid,
+            _stack: stack,
+            joined: false,
+        })
+    }
+
+    /// Joins as a runtime does: sleep on the clear-tid futex until the
+    /// kernel zeroes the word.
+    pub fn join_futex(mut self) {
+        loop {
+            let v = self.tid.load(Ordering::SeqCst);
+            if v == 0 {
+                break;
+            }
+            // SAFETY: FUTEX_WAIT reads the aligned i32 behind `tid`, which is
+            // valid for the call; the timeout pointer is null (no timeout).
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.tid.as_ptr(),
+                    libc::FUTEX_WAIT,
+                    v,
+                    std::ptr::null::<libc::timespec>(),
+                )
+            };
+        }
+        self.joined = true;
+    }
+
+    /// Joins by polling the tid word, which returns sooner after the
+    /// kernel clears it and so widens the race window.
+    pub fn join_spin(mut self) {
+        self.spin();
+        self.joined = true;
+    }
+
+    fn spin(&self) {
+        while self.tid.load(Ordering::SeqCst) != 0 {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+impl Drop for ExitingThread<'_> {
+    fn drop(&mut self) {
+        if !self.joined {
+            self.spin();
+        }
     }
 }
