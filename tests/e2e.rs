@@ -382,8 +382,9 @@ fn failures_have_documented_codes_and_messages() {
             );
             assert!(err.starts_with(message), "{args:?}: {err}");
             assert!(
-                err.lines()
-                    .all(|l| l.starts_with("apply-seccomp: ") || l.starts_with("usage: ")),
+                err.lines().all(|l| l.starts_with("apply-seccomp: ")
+                    || l.starts_with("usage: ")
+                    || l.starts_with("       ")),
                 "{err}"
             );
         }

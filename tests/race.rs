@@ -3,7 +3,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output, Stdio};
 
 use common::{NOBODY, fixture, is_root, stderr, stdout};
@@ -211,19 +210,16 @@ fn end_to_end_mode_counts_and_groups_failures() {
     let dir = &fixture().dir;
     let counter = dir.join("flaky-count");
     std::fs::write(&counter, "0").unwrap();
-    let flaky = dir.join("flaky-helper");
-    std::fs::write(
-        &flaky,
-        format!(
+    let flaky = fixture().script(
+        "flaky-helper",
+        &format!(
             "#!/bin/sh\nn=$(cat {c}); n=$((n+1)); echo $n > {c}\n\
              if [ $((n % 3)) -eq 0 ]; then\n  \
                echo 'apply-seccomp: unshare(CLONE_NEWUSER): Invalid argument' >&2\n  \
                echo 'second line' >&2\n  exit 1\nfi\nexec \"$@\"\n",
             c = counter.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&flaky, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
 
     let out = tester(
         &[

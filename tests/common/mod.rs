@@ -82,6 +82,26 @@ pub struct Fixture {
     probe_error: String,
 }
 
+/// Puts a copy of `src` at `dst` with `mode`, written by a child process
+/// (`install`). Writing an executable from this multi-threaded harness
+/// would let another thread's fork inherit the write descriptor for a
+/// moment, and exec of the file would then fail with ETXTBSY.
+pub fn install(src: &Path, dst: &Path, mode: u32) {
+    let status = Command::new("install")
+        .arg("-m")
+        .arg(format!("{mode:o}"))
+        .arg(src)
+        .arg(dst)
+        .status()
+        .expect("run install");
+    assert!(
+        status.success(),
+        "install {} {}",
+        src.display(),
+        dst.display()
+    );
+}
+
 fn pid_alive(pid: &str) -> bool {
     Path::new("/proc").join(pid).exists()
 }
@@ -103,8 +123,11 @@ fn make_fixture() -> Fixture {
     std::fs::create_dir_all(&dir).expect("create fixture folder");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let helper = dir.join("apply-seccomp");
-    std::fs::copy(env!("CARGO_BIN_EXE_apply-seccomp"), &helper).expect("copy helper");
-    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    install(
+        Path::new(env!("CARGO_BIN_EXE_apply-seccomp")),
+        &helper,
+        0o755,
+    );
 
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe/probe.c");
     let probe = dir.join("probe");
@@ -165,10 +188,16 @@ impl Fixture {
     /// A copy of the helper with the given mode, for install-mode tests.
     pub fn helper_copy(&self, name: &str, mode: u32) -> PathBuf {
         let path = self.dir.join(name);
-        if !path.exists() {
-            std::fs::copy(&self.helper, &path).expect("copy helper");
-        }
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        install(&self.helper, &path, mode);
+        path
+    }
+
+    /// An executable script with `text`, named `name` in the fixture.
+    pub fn script(&self, name: &str, text: &str) -> PathBuf {
+        let src = self.dir.join(format!("{name}.src"));
+        std::fs::write(&src, text).expect("write script");
+        let path = self.dir.join(name);
+        install(&src, &path, 0o755);
         path
     }
 }
