@@ -40,10 +40,12 @@ pub enum Step {
     FilterNamespaces,
     Exec,
     Wait,
+    StubFilters,
+    DropPtrace,
 }
 
 impl Step {
-    const ALL: [Step; 22] = [
+    const ALL: [Step; 24] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -66,6 +68,8 @@ impl Step {
         Step::FilterNamespaces,
         Step::Exec,
         Step::Wait,
+        Step::StubFilters,
+        Step::DropPtrace,
     ];
 
     pub fn from_u8(v: u8) -> Option<Step> {
@@ -96,6 +100,8 @@ impl Step {
             Step::FilterNamespaces => "seccomp(namespaces filter)",
             Step::Exec => "execvp",
             Step::Wait => "waitpid",
+            Step::StubFilters => "seccomp(outer stub)",
+            Step::DropPtrace => "prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE)",
         }
     }
 }

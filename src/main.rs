@@ -115,6 +115,16 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
 
     caps::clear(None, caps::CapSet::Ambient)
         .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
+    // Stricter than upstream: a command running as root (host root on the
+    // direct path, or uid 0 in the namespace) could otherwise ptrace the
+    // unfiltered inner init, whose non-dumpability only CAP_SYS_PTRACE
+    // overrides. Out of the bounding set, no exec can grant it.
+    caps::drop(
+        None,
+        caps::CapSet::Bounding,
+        caps::Capability::CAP_SYS_PTRACE,
+    )
+    .map_err(|e| Error::setup(Step::DropPtrace, io::Error::other(e.to_string())))?;
 
     let limit_userns = entry.path == Path::UserNamespace && !cfg.allow_nested_userns;
     debug(cfg.debug, || {

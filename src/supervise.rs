@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! caller (bwrap's shell, srt, a library)
-//!  └─ apply-seccomp: outer stub        caller's PID namespace, no filter
+//!  └─ apply-seccomp: outer stub        caller's PID namespace; non-dumpable
+//!     │  from before the fork, then no_new_privs and the same filters
 //!     │  forwards TERM INT HUP QUIT USR1 USR2, reaps its child, prints the
 //!     │  reports the inner processes send over the control channel, exits
 //!     │  with the child's status (code, or 128+signal)
@@ -173,6 +174,12 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
         SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
     )
     .map_err(|e| Error::setup(Step::ControlChannel, e))?;
+    // The stub stays outside the command's PID namespace but shares its
+    // user namespace (and, for a root caller, its capabilities there). Where
+    // the fresh /proc is refused (under bubblewrap's --proc) the command can
+    // see the stub; non-dumpable, its memory and /proc files are closed to
+    // the command. Set before the fork, so there is no window.
+    prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
 
     match sys::fork().map_err(|e| Error::setup(Step::Fork, e))? {
         Forked::Child => {
@@ -181,14 +188,30 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
         }
         Forked::Parent(child) => {
             drop(theirs);
-            let status =
-                supervise(Pid::from_raw(child), &set).map_err(|e| Error::setup(Step::Wait, e))?;
+            let child = Pid::from_raw(child);
+            // The stub needs none of what the filters refuse; filtered, it is
+            // no way around them even if the command got hold of it.
+            if let Err(e) = lock_down_stub(&plan.filters) {
+                let _ = kill(child, Signal::SIGKILL);
+                let _ = waitpid(child, None);
+                return Err(Error::setup(Step::StubFilters, e));
+            }
+            let status = supervise(child, &set).map_err(|e| Error::setup(Step::Wait, e))?;
             Ok(Outcome {
                 status,
                 reports: read_reports(&ours),
             })
         }
     }
+}
+
+fn lock_down_stub(filters: &Filters) -> std::io::Result<()> {
+    prctl::set_no_new_privs()?;
+    sys::install_filter(filters.unix.bytes())?;
+    if let Some(ns) = filters.namespaces {
+        sys::install_filter(ns.bytes())?;
+    }
+    Ok(())
 }
 
 /// Relays the forwarded signals to `child` and reaps every child until

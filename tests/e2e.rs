@@ -80,11 +80,15 @@ const KILLED: &[&str] = &[
 #[cfg(not(target_arch = "x86_64"))]
 const KILLED: &[&str] = &[];
 
-fn check_probe(place: Place, user: User, nested: bool) {
+fn check_probe(place: Place, user: User, nested: bool, stacked: bool) {
     let Some(probe) = fixture().probe() else {
         return;
     };
     let mut args: Vec<&str> = vec![probe.to_str().unwrap()];
+    if stacked {
+        // Row 14: the command's own allow-all filter changes nothing.
+        args.push("stack-allow");
+    }
     args.extend(EXPECTED.iter().map(|e| e.0));
     args.extend(KILLED);
     let env = [("SRT_ALLOW_NESTED_USERNS", if nested { "1" } else { "0" })];
@@ -97,6 +101,9 @@ fn check_probe(place: Place, user: User, nested: bool) {
     );
     let got = probe_results(&stdout(&out));
     let mut wrong = Vec::new();
+    if stacked && got.get("stack-allow").map(String::as_str) != Some("ok") {
+        wrong.push(format!("stack-allow: got {:?}", got.get("stack-allow")));
+    }
     for &(check, both, nested_ok) in EXPECTED {
         let want = match (nested, user) {
             (false, _) => both,
@@ -114,7 +121,7 @@ fn check_probe(place: Place, user: User, nested: bool) {
     }
     assert!(
         wrong.is_empty(),
-        "{place:?} {user:?} nested={nested}:\n{}",
+        "{place:?} {user:?} nested={nested} stacked={stacked}:\n{}",
         wrong.join("\n")
     );
 }
@@ -122,14 +129,56 @@ fn check_probe(place: Place, user: User, nested: bool) {
 #[test]
 fn filters_hold_inside_the_helper() {
     for (place, user) in matrix() {
-        check_probe(place, user, false);
+        check_probe(place, user, false, false);
+    }
+}
+
+#[test]
+fn a_permissive_filter_stacked_by_the_command_changes_nothing() {
+    for (place, user) in matrix() {
+        check_probe(place, user, false, true);
+        check_probe(place, user, true, true);
+    }
+}
+
+#[test]
+fn the_command_cannot_reach_the_inner_init_or_anything_outside() {
+    for (place, user) in matrix() {
+        let Some(probe) = fixture().probe() else {
+            return;
+        };
+        let args = [
+            probe.to_str().unwrap(),
+            "ptrace-init",
+            "mem-init",
+            "foreign",
+        ];
+        let out = helper(place, user, &[], &args);
+        let got = probe_results(&stdout(&out));
+        let ctx = format!("{place:?} {user:?}: {got:?} {}", stderr(&out));
+        assert_eq!(got["ptrace-init"], "errno:EPERM", "{ctx}");
+        assert_eq!(got["mem-init"], "errno:EACCES", "{ctx}");
+        let foreign: Vec<&str> = got["foreign"].split(',').collect();
+        assert!(
+            foreign.iter().all(|p| p.ends_with(":EACCES")),
+            "{ctx}: a process outside the filters is open to the command"
+        );
+        if (place, user) == (Place::Bwrap, User::Root) {
+            // bubblewrap's --proc refuses a fresh /proc to a root caller
+            // (its read-only submounts make it "too revealing"): the command
+            // sees bwrap's PID namespace, but can open none of it.
+            assert!(foreign.len() > 1, "{ctx}");
+        } else {
+            // A fresh /proc: only the inner init besides the command.
+            assert_eq!(foreign, ["1:EACCES"], "{ctx}");
+        }
     }
 }
 
 #[test]
 fn nesting_allowed_lifts_only_the_namespaces_filter() {
     for (place, user) in matrix() {
-        check_probe(place, user, true);
+        check_probe(place, user, true, false);
     }
 }
 

@@ -227,3 +227,38 @@ fn orphans_end_with_the_helper() {
         );
     }
 }
+
+#[test]
+fn the_outer_stub_is_locked_down() {
+    use std::os::unix::fs::MetadataExt;
+    for (place, user) in matrix() {
+        let m = marker();
+        let what = format!("{place:?} {user:?}");
+        let (mut child, _lines) = start(place, user, &format!("echo ready; sleep {m}"));
+        let stub = stub_pid(place, &child).to_string();
+        let status = std::fs::read_to_string(format!("/proc/{stub}/status")).unwrap();
+        // Defence in depth beside the bounding-set drop: filtered as the
+        // command is, so holding it would get a command nowhere.
+        assert_eq!(
+            common::status_field(&status, "Seccomp_filters"),
+            Some("2"),
+            "{what}"
+        );
+        assert_eq!(
+            common::status_field(&status, "NoNewPrivs"),
+            Some("1"),
+            "{what}"
+        );
+        if user == User::Unprivileged {
+            // A non-dumpable process's /proc files belong to root, not to
+            // its own uid: its memory is closed to the command.
+            let owner = std::fs::metadata(format!("/proc/{stub}/mem"))
+                .unwrap()
+                .uid();
+            assert_eq!(owner, 0, "{what}: the stub is dumpable");
+        }
+        kill(stub_pid(place, &child), Signal::SIGTERM).unwrap();
+        wait_bounded(&mut child, &what);
+        assert!(survivors(&m).is_empty(), "{what}");
+    }
+}

@@ -11,7 +11,13 @@
  * an unfiltered run shows the kernel's own errno.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdlib.h>
+#include <sys/ptrace.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -32,6 +38,7 @@ static const char *errname(int e) {
   case EFAULT: return "EFAULT";
   case EACCES: return "EACCES";
   case ENOENT: return "ENOENT";
+  case ESRCH: return "ESRCH";
   case EAFNOSUPPORT: return "EAFNOSUPPORT";
   case EOPNOTSUPP: return "EOPNOTSUPP";
   case ESOCKTNOSUPPORT: return "ESOCKTNOSUPPORT";
@@ -128,6 +135,44 @@ static long i386_getpid(void) { return i386_call(20, 0, 0, 0); }
 
 static void *thread_fn(void *arg) { return arg; }
 
+/* Row 14: a permissive filter of the command's own, stacked on top. */
+static void stack_allow(const char *name) {
+  struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  struct sock_fprog prog = {.len = 1, .filter = &allow};
+  long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+  result(name, r, errno);
+}
+
+/* Row 16: every process in /proc other than this one, as "pid:mem" where
+ * mem is "open" if /proc/PID/mem could be opened, else the errno. */
+static void foreign(const char *name) {
+  DIR *d = opendir("/proc");
+  if (!d) {
+    printf("%s=errno:%s\n", name, errname(errno));
+    return;
+  }
+  /* This process as the /proc instance numbers it (which may be another
+   * PID namespace's than getpid()'s). */
+  char self[32] = "";
+  ssize_t len = readlink("/proc/self", self, sizeof self - 1);
+  self[len > 0 ? len : 0] = 0;
+  printf("%s=", name);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || !strcmp(e->d_name, self))
+      continue;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/mem", e->d_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int err = errno;
+    printf("%s%s:%s", n++ ? "," : "", e->d_name, fd >= 0 ? "open" : errname(err));
+    if (fd >= 0) close(fd);
+  }
+  closedir(d);
+  printf("%s\n", n ? "" : "none");
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   for (int i = 1; i < argc; i++) {
@@ -173,6 +218,20 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "fspick")) raw(c, 433, -1, 1, -1, 0, 0);
     else if (!strcmp(c, "mount-setattr")) raw(c, 442, -1, 1, -1, 0, 0);
     else if (!strcmp(c, "open-tree-attr")) raw(c, 467, -1, 1, -1, 0, 0);
+    else if (!strcmp(c, "stack-allow")) stack_allow(c);
+    else if (!strcmp(c, "foreign")) foreign(c);
+    else if (!strcmp(c, "ptrace-init")) {
+      /* PTRACE_SEIZE does not stop the tracee, so nothing hangs if it works. */
+      long r = ptrace(PTRACE_SEIZE, 1, 0, 0);
+      int err = errno;
+      if (r == 0) ptrace(PTRACE_DETACH, 1, 0, 0);
+      result(c, r, err);
+    } else if (!strcmp(c, "mem-init")) {
+      int fd = open("/proc/1/mem", O_RDONLY | O_CLOEXEC);
+      int err = errno;
+      if (fd >= 0) close(fd);
+      result(c, fd, err);
+    }
     else if (!strcmp(c, "fork")) {
       fflush(stdout);
       pid_t pid = fork();
