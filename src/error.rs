@@ -99,7 +99,7 @@ impl Step {
             Step::FilterUnix => "seccomp(unix filter)",
             Step::FilterNamespaces => "seccomp(namespaces filter)",
             Step::Exec => "execvp",
-            Step::Wait => "waitpid",
+            Step::Wait => "wait for signals and children (sigwaitinfo, waitpid)",
             Step::StubFilters => "seccomp(outer stub)",
             Step::DropPtrace => "prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE)",
         }

@@ -218,10 +218,13 @@ fn lock_down_stub(filters: &Filters) -> std::io::Result<()> {
 /// `child` itself is reaped; returns its status (code, or 128+signal).
 fn supervise(child: Pid, set: &SigSet) -> Result<i32, Errno> {
     loop {
-        let sig = set.wait()?;
-        if sig != Signal::SIGCHLD {
+        let sig = sys::sigwait(set.as_ref())
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EINVAL)))?;
+        if sig != libc::SIGCHLD {
             // ESRCH: the child is already gone; its SIGCHLD is pending.
-            let _ = kill(child, sig);
+            if let Ok(sig) = Signal::try_from(sig) {
+                let _ = kill(child, sig);
+            }
             continue;
         }
         loop {

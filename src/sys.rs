@@ -293,3 +293,22 @@ impl Drop for ExitingThread<'_> {
         }
     }
 }
+
+/// Waits for one of the signals in `set` (which must be blocked) and
+/// returns its number. nix's `SigSet::wait` reads sigwait's positive error
+/// return as success and unwraps an uninitialised signal, a panic; this
+/// uses sigwaitinfo, which reports errors in errno, and retries EINTR.
+pub fn sigwait(set: &libc::sigset_t) -> io::Result<libc::c_int> {
+    loop {
+        // SAFETY: `set` is a valid, initialised sigset_t for the call; a
+        // null siginfo pointer is allowed and means "not wanted".
+        let sig = unsafe { libc::sigwaitinfo(set, std::ptr::null_mut()) };
+        if sig >= 0 {
+            return Ok(sig);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}

@@ -8,6 +8,8 @@
 
 mod common;
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use common::{fixture, status_field, stderr, stdout};
@@ -99,4 +101,220 @@ fn eperm_fails_closed_with_the_hint() {
     ] {
         assert!(err.contains(cause), "hint lacks {cause}: {err}");
     }
+}
+
+/// Syscalls of the setup and the errno each is made to fail with.
+const SETUP_CALLS: [(&str, &str); 16] = [
+    ("unshare", "EPERM"),
+    ("unshare", "EINVAL"),
+    ("openat", "EACCES"),
+    ("write", "EIO"),
+    ("getdents64", "EIO"),
+    ("mount", "EPERM"),
+    ("prctl", "EINVAL"),
+    ("seccomp", "EINVAL"),
+    ("clone", "EAGAIN"),
+    ("execve", "EACCES"),
+    ("socketpair", "EMFILE"),
+    ("rt_sigprocmask", "EINVAL"),
+    ("rt_sigaction", "EINVAL"),
+    ("rt_sigtimedwait", "EINVAL"),
+    ("wait4", "ECHILD"),
+    ("poll", "EINVAL"),
+];
+
+/// The most calls any one process makes to each syscall in a clean run.
+fn calls_per_process(strace: &Path, user: Option<&str>, dir: &Path) -> BTreeMap<String, usize> {
+    let names: Vec<&str> = SETUP_CALLS.iter().map(|c| c.0).collect();
+    let logs = run_traced(strace, user, dir, &names.join(","), None);
+    let mut most = BTreeMap::new();
+    for (_, lines) in &logs.per_process {
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for l in lines {
+            if let Some(name) = l.split('(').next() {
+                *counts.entry(name.to_string()).or_default() += 1;
+            }
+        }
+        for (name, n) in counts {
+            let e = most.entry(name).or_insert(0);
+            *e = (*e).max(n);
+        }
+    }
+    most
+}
+
+struct Traced {
+    output: Output,
+    /// Each process's syscall lines, in order.
+    per_process: Vec<(String, Vec<String>)>,
+}
+
+/// Runs the helper on the probe under `strace -ff`, one log per process.
+fn run_traced(
+    strace: &Path,
+    user: Option<&str>,
+    dir: &Path,
+    trace: &str,
+    inject: Option<&str>,
+) -> Traced {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let mut cmd = Command::new(strace);
+    cmd.args(["-ff", "-qq", "-o"]).arg(dir.join("log"));
+    cmd.arg("-e")
+        .arg(format!("trace=execve,prctl,seccomp,{trace}"));
+    if let Some(inject) = inject {
+        cmd.arg("-e").arg(format!("inject={inject}"));
+    }
+    if let Some(user) = user {
+        cmd.args(["-u", user]);
+    }
+    let probe = fixture().probe().expect("probe").to_path_buf();
+    cmd.arg(faults_helper()).arg(&probe).arg("inet");
+    cmd.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir("/")
+        .stdin(Stdio::null());
+    let output = cmd.output().expect("run strace");
+    let mut per_process = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        per_process.push((name, text.lines().map(str::to_string).collect()));
+    }
+    Traced {
+        output,
+        per_process,
+    }
+}
+
+/// A copy of the helper for this file alone, so "nothing left running" can
+/// look for its path without seeing other tests' runs.
+fn faults_helper() -> &'static Path {
+    static COPY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    COPY.get_or_init(|| fixture().helper_copy("apply-seccomp-faults", 0o755))
+}
+
+/// The invariant of every fault: each exec of the command came after
+/// no_new_privs and both filters in the same process; if the command never
+/// ran, the helper exited 125-127 with a message (or never started);
+/// nothing is left running.
+fn check_invariant(t: &Traced, what: &str) -> Result<bool, String> {
+    let probe = fixture().probe().unwrap().to_string_lossy().into_owned();
+    let mut ran = false;
+    let mut helper_started = false;
+    for (_, lines) in &t.per_process {
+        let mut nnp = false;
+        let mut filters = 0;
+        for l in lines {
+            // strace pads short calls: "prctl(...)  = 0".
+            let ok = l.trim_end().ends_with("= 0");
+            if l.starts_with("prctl(PR_SET_NO_NEW_PRIVS") && ok {
+                nnp = true;
+            }
+            if l.starts_with("seccomp(SECCOMP_SET_MODE_FILTER") && ok {
+                filters += 1;
+            }
+            if l.starts_with("execve(") && ok {
+                if l.starts_with(&format!("execve(\"{probe}\"")) {
+                    ran = true;
+                    if !nnp || filters < 2 {
+                        return Err(format!(
+                            "{what}: the command ran with no_new_privs={nnp}, {filters} filters"
+                        ));
+                    }
+                } else {
+                    helper_started = true;
+                }
+            }
+        }
+    }
+    let code = t.output.status.code();
+    let err = stderr(&t.output);
+    // Counting is per process, so an injection also reaches the command's
+    // own calls once it runs: only the strace log above judges a run in
+    // which the command started.
+    let helper_alone = code.is_none() && err.starts_with("fatal runtime error");
+    if helper_alone {
+        // A fault in the Rust runtime's start-up, before main (its SIGPIPE
+        // disposition): it aborts, and nothing of the helper ran.
+    } else if !ran
+        && helper_started
+        && (!matches!(code, Some(125..=127)) || !err.contains("apply-seccomp: "))
+    {
+        return Err(format!(
+            "{what}: the command did not run, yet exit {code:?} and stderr {err:?}"
+        ));
+    }
+    let helper = faults_helper().to_string_lossy().into_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                (cmdline.starts_with(&helper) || cmdline.starts_with(&probe)).then_some(cmdline)
+            })
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{what}: left running: {left:?}"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(ran)
+}
+
+#[test]
+fn every_setup_fault_fails_closed() {
+    let Some(strace) = common::which("strace") else {
+        common::skip("strace is not installed");
+        return;
+    };
+    if fixture().probe().is_none() {
+        return;
+    }
+    let users: Vec<Option<&str>> = if common::is_root() {
+        vec![None, Some("nobody")]
+    } else {
+        vec![None]
+    };
+    let mut cases = 0;
+    let mut failed_closed = 0;
+    let mut problems = Vec::new();
+    for user in users {
+        let dir = fixture()
+            .dir
+            .join(format!("faults-{}", user.unwrap_or("self")));
+        let most = calls_per_process(&strace, user, &dir);
+        for (name, errno) in SETUP_CALLS {
+            let n = most.get(name).copied().unwrap_or(0);
+            assert!(
+                n > 0 || name == "unshare" || name == "getdents64",
+                "{name} never called: {most:?}"
+            );
+            for k in 1..=n.min(12) {
+                let what = format!("{user:?} {name} #{k} -> {errno}");
+                let inject = format!("{name}:error={errno}:when={k}");
+                let t = run_traced(&strace, user, &dir, name, Some(&inject));
+                cases += 1;
+                match check_invariant(&t, &what) {
+                    Ok(true) => {}
+                    Ok(false) => failed_closed += 1,
+                    Err(e) => problems.push(e),
+                }
+            }
+        }
+    }
+    eprintln!("{cases} injected faults, {failed_closed} failed closed, the rest ran filtered");
+    assert!(cases > 50, "only {cases} cases");
+    assert!(
+        failed_closed > 10,
+        "only {failed_closed} faults stopped the command"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
