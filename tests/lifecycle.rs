@@ -236,9 +236,20 @@ fn the_outer_stub_is_locked_down() {
         let what = format!("{place:?} {user:?}");
         let (mut child, _lines) = start(place, user, &format!("echo ready; sleep {m}"));
         let stub = stub_pid(place, &child).to_string();
-        let status = std::fs::read_to_string(format!("/proc/{stub}/status")).unwrap();
         // Defence in depth beside the bounding-set drop: filtered as the
-        // command is, so holding it would get a command nowhere.
+        // command is, so holding it would get a command nowhere. The stub
+        // installs them right after the fork, and the command may print
+        // before the stub is scheduled: wait (bounded) for them.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let status = loop {
+            let status = std::fs::read_to_string(format!("/proc/{stub}/status")).unwrap();
+            if common::status_field(&status, "Seccomp_filters") == Some("2")
+                || Instant::now() > deadline
+            {
+                break status;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
         assert_eq!(
             common::status_field(&status, "Seccomp_filters"),
             Some("2"),
