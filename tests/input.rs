@@ -1,0 +1,199 @@
+//! Bad input: every case gets its documented exit code and a clear
+//! `apply-seccomp: ` message, never a panic, never the command run with
+//! less isolation than asked.
+
+mod common;
+
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::process::Output;
+
+use common::{helper, matrix, status_field, stderr, stdout};
+
+fn no_panic(out: &Output, what: &str) {
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    assert!(!err.contains("RUST_BACKTRACE"), "{what}: {err}");
+    assert!(out.status.code().is_some(), "{what}: killed by a signal");
+}
+
+#[test]
+fn unusable_command_lines_get_their_codes() {
+    let dir = common::fixture().dir.to_string_lossy().into_owned();
+    for (place, user) in matrix() {
+        let cases: [(Vec<&str>, i32, &str); 8] = [
+            (vec![], 125, "apply-seccomp: no command given"),
+            (vec!["--"], 125, "apply-seccomp: no command given"),
+            (
+                vec!["--frobnicate", "true"],
+                125,
+                "apply-seccomp: unknown option --frobnicate",
+            ),
+            (
+                vec![""],
+                127,
+                "apply-seccomp: execvp(): No such file or directory",
+            ),
+            (
+                vec!["definitely-not-a-command-x"],
+                127,
+                "apply-seccomp: execvp(definitely-not-a-command-x): No such file or directory",
+            ),
+            (
+                vec!["/etc/passwd"],
+                126,
+                "apply-seccomp: execvp(/etc/passwd): Permission denied",
+            ),
+            (vec![&dir], 126, "): Permission denied"),
+            (
+                vec!["/etc/passwd/x"],
+                127,
+                "apply-seccomp: execvp(/etc/passwd/x): Not a directory",
+            ),
+        ];
+        for (args, code, message) in cases {
+            let what = format!("{place:?} {user:?} {args:?}");
+            let out = helper(place, user, &[], &args);
+            no_panic(&out, &what);
+            assert_eq!(out.status.code(), Some(code), "{what}: {}", stderr(&out));
+            assert!(stderr(&out).contains(message), "{what}: {}", stderr(&out));
+            assert!(
+                stderr(&out).starts_with("apply-seccomp: "),
+                "{what}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_100_kb_argument_arrives_whole() {
+    let big = "x".repeat(100 * 1024);
+    for (place, user) in matrix() {
+        let out = helper(
+            place,
+            user,
+            &[],
+            &["/bin/sh", "-c", "printf %s \"$1\" | wc -c", "sh", &big],
+        );
+        no_panic(&out, "100 KB");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{place:?} {user:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(stdout(&out).trim(), "102400");
+    }
+}
+
+#[test]
+fn non_utf8_bytes_pass_through_argv_and_environment() {
+    let odd = OsString::from_vec(vec![b'a', 0xff, 0xfe, b'z']);
+    for (place, user) in matrix() {
+        let mut cmd = common::command(
+            place,
+            user,
+            &[],
+            &common::fixture().helper,
+            &[
+                OsString::from("/bin/sh"),
+                OsString::from("-c"),
+                OsString::from(
+                    "printf %s \"$1\"; printf '|'; printf '%s\\n' \"$ODD\"; grep Seccomp_filters /proc/self/status",
+                ),
+                OsString::from("sh"),
+                odd.clone(),
+            ],
+        );
+        cmd.env("ODD", &odd);
+        // A non-UTF-8 value is not "1": the namespaces filter stays.
+        cmd.env("SRT_ALLOW_NESTED_USERNS", &odd);
+        let out = cmd.output().unwrap();
+        no_panic(&out, "non-UTF-8");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{place:?} {user:?}: {}",
+            stderr(&out)
+        );
+        let mut want = odd.as_bytes().to_vec();
+        want.push(b'|');
+        want.extend_from_slice(odd.as_bytes());
+        assert!(out.stdout.starts_with(&want), "{:?}", out.stdout);
+        assert_eq!(status_field(&stdout(&out), "Seccomp_filters"), Some("2"));
+    }
+}
+
+#[test]
+fn only_exactly_one_lifts_the_namespaces_filter() {
+    for (place, user) in matrix() {
+        for value in ["1 ", " 1", "true", "yes", "2", "", "01", "1\n"] {
+            let env = [("SRT_ALLOW_NESTED_USERNS", value)];
+            let out = helper(
+                place,
+                user,
+                &env,
+                &["/bin/grep", "Seccomp_filters", "/proc/self/status"],
+            );
+            no_panic(&out, value);
+            assert_eq!(
+                status_field(&stdout(&out), "Seccomp_filters"),
+                Some("2"),
+                "{value:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn helper_features_other_than_one_runs_the_command() {
+    for (place, user) in matrix() {
+        for value in ["0", "", "yes", "1 ", "true", "2"] {
+            let env = [("SRT_HELPER_FEATURES", value)];
+            let out = helper(
+                place,
+                user,
+                &env,
+                &[
+                    "/bin/sh",
+                    "-c",
+                    "echo RAN; grep Seccomp_filters /proc/self/status",
+                ],
+            );
+            no_panic(&out, value);
+            assert_eq!(out.status.code(), Some(0), "{value:?}: {}", stderr(&out));
+            let text = stdout(&out);
+            assert!(text.starts_with("RAN\n"), "{value:?}: {text}");
+            assert_eq!(
+                status_field(&text, "Seccomp_filters"),
+                Some("2"),
+                "{value:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn orphans_are_reaped_while_the_command_runs() {
+    // A grandchild orphaned at once exits; init must reap it, so no zombie
+    // shows in the command's PID namespace while the command goes on.
+    let script = "( /bin/sh -c 'exit 0' & ) ; ( /bin/sh -c 'exit 3' & ) ; sleep 0.3; \
+                  for s in /proc/[0-9]*/stat; do read -r line < \"$s\" 2>/dev/null && \
+                  case \"${line##*) }\" in Z*) echo \"zombie: $line\";; esac; done; echo checked";
+    for (place, user) in matrix() {
+        let out = helper(place, user, &[], &["/bin/sh", "-c", script]);
+        let text = stdout(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{place:?} {user:?}: {}",
+            stderr(&out)
+        );
+        assert!(text.ends_with("checked\n"), "{text}");
+        if (place, user) != (common::Place::Bwrap, common::User::Root) {
+            // Only with the fresh /proc does /proc show this PID namespace.
+            assert!(!text.contains("zombie"), "{place:?} {user:?}: {text}");
+        }
+    }
+}
