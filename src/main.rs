@@ -5,6 +5,14 @@
 //! supervise (fork: outer stub / inner init) -> worker (exec). The race
 //! tester (`--race-test`, race.rs) calls the same `userns` entry routine.
 //! Only this file prints, and only `sys` holds `unsafe`.
+//!
+//! There is no Rust `main`: `sys` exports the C `main`, which calls
+//! [`entry`]. Rust's runtime start-up would set SIGPIPE to ignored, a
+//! disposition the command would inherit through exec (the C helper leaves
+//! the caller's), and it reads `/proc/self/maps`, installs a `sigaltstack`
+//! and polls fds 0-2 on every run. `std::env::args_os` still works: glibc
+//! hands the arguments to std through `.init_array`.
+#![cfg_attr(not(test), no_main)]
 
 mod cli;
 mod error;
@@ -24,7 +32,9 @@ use error::{Error, Step};
 use supervise::{Kind, Report};
 use userns::{Backoff, Path};
 
-fn main() {
+/// The program: returns the exit status.
+#[cfg_attr(test, allow(dead_code))]
+pub(crate) fn entry() -> i32 {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let code = match cli::parse(&args, &cli::Env::from_process()) {
         Ok(Action::Help) => print_out(&help()),
@@ -49,9 +59,12 @@ fn main() {
             e.exit_code()
         }
     };
-    std::process::exit(code);
+    // Returned to C's exit(), which does not know Rust's stdout buffer.
+    let _ = io::stdout().flush();
+    code
 }
 
+#[cfg_attr(test, allow(dead_code))]
 fn print_out(text: &str) -> i32 {
     match io::stdout().write_all(text.as_bytes()) {
         Ok(()) => 0,

@@ -312,3 +312,10 @@ pub fn sigwait(set: &libc::sigset_t) -> io::Result<libc::c_int> {
         }
     }
 }
+
+/// The C entry point (see main.rs: no Rust runtime start-up).
+#[cfg(not(test))]
+#[unsafe(no_mangle)]
+pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    crate::entry()
+}

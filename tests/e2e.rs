@@ -459,3 +459,55 @@ fn debug_lines_say_which_path_was_taken() {
         assert!(err.contains("exit status 0"), "{err}");
     }
 }
+
+#[test]
+fn the_command_inherits_the_callers_signal_dispositions() {
+    // The C helper passes the caller's dispositions through exec; Rust's
+    // runtime start-up would have left SIGPIPE ignored for the command,
+    // and `yes | head` would then complain of a broken pipe.
+    let show = "grep SigIgn /proc/self/status";
+    let helper_path = fixture().helper.to_string_lossy().into_owned();
+    for (place, user) in matrix() {
+        let what = format!("{place:?} {user:?}");
+        for trap in ["", "trap '' USR1; "] {
+            let plain = helper_free(place, user, &format!("{trap}exec /bin/sh -c '{show}'"));
+            let wrapped = helper_free(
+                place,
+                user,
+                &format!("{trap}exec {helper_path} /bin/sh -c '{show}; yes | head -1'"),
+            );
+            let want = status_field(&stdout(&plain), "SigIgn").map(str::to_owned);
+            let got = status_field(&stdout(&wrapped), "SigIgn").map(str::to_owned);
+            assert!(want.is_some(), "{what}: {}", stdout(&plain));
+            assert_eq!(got, want, "{what} {trap:?}: {}", stdout(&wrapped));
+            let pipe_bit = 1u64 << (13 - 1);
+            let got = u64::from_str_radix(got.as_deref().unwrap(), 16).unwrap();
+            assert_eq!(got & pipe_bit, 0, "{what}: SIGPIPE ignored");
+            if !trap.is_empty() {
+                assert_ne!(
+                    got & (1 << (10 - 1)),
+                    0,
+                    "{what}: the caller's SIG_IGN was lost"
+                );
+            }
+            assert!(
+                !stderr(&wrapped).contains("Broken pipe"),
+                "{what}: {}",
+                stderr(&wrapped)
+            );
+        }
+    }
+}
+
+/// `/bin/sh -c script` at `place` as `user`, without the helper in front.
+fn helper_free(place: Place, user: User, script: &str) -> std::process::Output {
+    common::command(
+        place,
+        user,
+        &[],
+        std::path::Path::new("/bin/sh"),
+        &["-c", script],
+    )
+    .output()
+    .unwrap()
+}
