@@ -28,7 +28,7 @@ pub const SCRUBBED: [&str; 4] = [
 pub const FEATURES: [&str; 3] = [
     // max_user_namespaces set to 0 in the namespace the helper made.
     "userns-limit",
-    // Thread-count wait and bounded EINVAL retry around unshare(CLONE_NEWUSER).
+    // Thread-count wait and bounded EINVAL retry around the user namespace unshare.
     "race-free",
     // socketpair(AF_UNIX, SOCK_DGRAM or SOCK_RAW) refused.
     "strict-socketpair",

@@ -25,7 +25,6 @@ pub enum Step {
     UidMap,
     GidMap,
     Dumpable,
-    UnsharePidMountInUserns,
     ClearAmbient,
     Signals,
     ControlChannel,
@@ -45,7 +44,7 @@ pub enum Step {
 }
 
 impl Step {
-    const ALL: [Step; 24] = [
+    const ALL: [Step; 23] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -53,7 +52,6 @@ impl Step {
         Step::UidMap,
         Step::GidMap,
         Step::Dumpable,
-        Step::UnsharePidMountInUserns,
         Step::ClearAmbient,
         Step::Signals,
         Step::ControlChannel,
@@ -80,12 +78,11 @@ impl Step {
         match self {
             Step::UnsharePidMount => "unshare(CLONE_NEWPID|CLONE_NEWNS)",
             Step::WaitSingleThreaded => "wait for a single thread (/proc/self/task)",
-            Step::UnshareUser => "unshare(CLONE_NEWUSER)",
+            Step::UnshareUser => "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)",
             Step::Setgroups => "write /proc/self/setgroups",
             Step::UidMap => "write /proc/self/uid_map",
             Step::GidMap => "write /proc/self/gid_map",
             Step::Dumpable => "prctl(PR_SET_DUMPABLE)",
-            Step::UnsharePidMountInUserns => "unshare(CLONE_NEWPID|CLONE_NEWNS) after userns",
             Step::ClearAmbient => "prctl(PR_CAP_AMBIENT_CLEAR_ALL)",
             Step::Signals => "block forwarded signals",
             Step::ControlChannel => "socketpair(control channel)",
@@ -163,10 +160,6 @@ impl Error {
             (Step::UidMap | Step::GidMap | Step::Setgroups, libc::EPERM) => Some(
                 "the id map was refused: a root caller inside bubblewrap needs \
                  --cap-add CAP_SETFCAP to map uid 0",
-            ),
-            (Step::UnsharePidMountInUserns, libc::EPERM) => Some(
-                "the new user namespace gave no CAP_SYS_ADMIN: is a security module \
-                 restricting it?",
             ),
             (Step::FilterUnix | Step::FilterNamespaces, libc::EINVAL) => {
                 Some("the kernel refused the seccomp program: is CONFIG_SECCOMP_FILTER enabled?")
@@ -257,9 +250,10 @@ mod tests {
     fn messages_name_the_step_and_the_errno_text() {
         let e = Error::setup(Step::UnshareUser, io::Error::from_raw_os_error(libc::EPERM));
         let text = e.to_string();
-        assert!(
-            text.starts_with("apply-seccomp: unshare(CLONE_NEWUSER): Operation not permitted\n")
-        );
+        assert!(text.starts_with(
+            "apply-seccomp: unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): \
+                 Operation not permitted\n"
+        ));
         assert!(text.contains("kernel.apparmor_restrict_unprivileged_userns"));
         assert_eq!(e.exit_code(), EXIT_SETUP);
     }

@@ -108,7 +108,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     debug(cfg.debug, || match (entry.path, entry.userns) {
         (Path::UserNamespace, Some(u)) => format!(
             "entry: user namespace path; threads checked: {}, thread polls: {}, \
-             unshare(CLONE_NEWUSER) retries: {}, userns entry {} us, total {} us",
+             user namespace unshare retries: {}, userns entry {} us, total {} us",
             if u.wait.checked {
                 "yes"
             } else {

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! caller (bwrap's shell, srt, a library)
-//!  └─ apply-seccomp: outer stub        caller's PID namespace; non-dumpable
-//!     │  from before the fork, then no_new_privs and the same filters
+//!  └─ apply-seccomp: outer stub        caller's PID namespace; before the
+//!     │  fork: non-dumpable, no_new_privs and the unix filter (which all
+//!     │  three processes inherit); after it, the namespaces filter
 //!     │  forwards TERM INT HUP QUIT USR1 USR2, reaps its child, prints the
 //!     │  reports the inner processes send over the control channel, exits
 //!     │  with the child's status (code, or 128+signal)
@@ -12,14 +13,14 @@
 //!        │  non-dumpable, / private, fresh /proc, max_user_namespaces=0,
 //!        │  forwards the same signals, reaps every child, exits with the
 //!        │  worker's status
-//!        └─ worker, PID 2              worker.rs: no_new_privs, filters,
+//!        └─ worker, PID 2              worker.rs: the namespaces filter,
 //!                                      execvp(command)
 //! ```
 //!
 //! Everything the children need (argv, filters, signal sets, the control
 //! socket) is prepared before the first fork. Between fork and exec (or
 //! `_exit`) the children only make these calls, none of which allocates,
-//! formats or panics: prctl (PDEATHSIG, DUMPABLE, NO_NEW_PRIVS), poll,
+//! formats or panics: prctl (PDEATHSIG, DUMPABLE), poll,
 //! mount, open/write/close, fork, sigprocmask, sigwait, kill, wait4,
 //! seccomp, execve (through execvp), send of an 8-byte report, `_exit`.
 //!
@@ -180,6 +181,13 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
     // see the stub; non-dumpable, its memory and /proc files are closed to
     // the command. Set before the fork, so there is no window.
     prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
+    // no_new_privs and the unix filter once, here, for all three processes:
+    // init needs nothing the unix filter refuses (its mounts are in the
+    // namespaces filter, installed after the fork by the stub and the
+    // worker only), and each install saved is a syscall per run.
+    prctl::set_no_new_privs().map_err(|e| Error::setup(Step::NoNewPrivs, e))?;
+    sys::install_filter(plan.filters.unix.bytes())
+        .map_err(|e| Error::setup(Step::FilterUnix, e))?;
 
     match sys::fork().map_err(|e| Error::setup(Step::Fork, e))? {
         Forked::Child => {
@@ -191,7 +199,11 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
             let child = Pid::from_raw(child);
             // The stub needs none of what the filters refuse; filtered, it is
             // no way around them even if the command got hold of it.
-            if let Err(e) = lock_down_stub(&plan.filters) {
+            if let Err(e) = plan
+                .filters
+                .namespaces
+                .map_or(Ok(()), |ns| sys::install_filter(ns.bytes()))
+            {
                 let _ = kill(child, Signal::SIGKILL);
                 let _ = waitpid(child, None);
                 return Err(Error::setup(Step::StubFilters, e));
@@ -203,15 +215,6 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
             })
         }
     }
-}
-
-fn lock_down_stub(filters: &Filters) -> std::io::Result<()> {
-    prctl::set_no_new_privs()?;
-    sys::install_filter(filters.unix.bytes())?;
-    if let Some(ns) = filters.namespaces {
-        sys::install_filter(ns.bytes())?;
-    }
-    Ok(())
 }
 
 /// Relays the forwarded signals to `child` and reaps every child until

@@ -3,10 +3,11 @@
 //! 1. `unshare(CLONE_NEWPID|CLONE_NEWNS)` directly: works with
 //!    CAP_SYS_ADMIN (root on a bare host). Any error but EPERM ends here.
 //! 2. On EPERM, [`enter_user_namespace`]: wait until `/proc/self/task` has
-//!    one entry, then `unshare(CLONE_NEWUSER)`, retried on EINVAL with a
-//!    bounded backoff (count and total time); then `setgroups` deny and a
-//!    1:1 uid/gid map, with dumpable raised for the writes; then
-//!    `unshare(CLONE_NEWPID|CLONE_NEWNS)` inside it.
+//!    one entry, then one `unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)`
+//!    (the new mount and PID namespaces belong to the new user namespace,
+//!    as if made inside it, in one call instead of two), retried on EINVAL
+//!    with a bounded backoff (count and total time); then `setgroups` deny
+//!    and a 1:1 uid/gid map, with dumpable raised for the writes.
 //!
 //! [`enter_user_namespace`] is also what `--race-test`'s helper strategy
 //! calls: the same code, not a copy.
@@ -94,7 +95,6 @@ pub fn enter(backoff: &Backoff) -> Result<Entry, Error> {
     let gid = nix::unistd::getgid().as_raw();
     let userns = enter_user_namespace(backoff)?;
     write_id_maps(uid, gid)?;
-    unshare(PID_MOUNT).map_err(|e| Error::setup(Step::UnsharePidMountInUserns, e))?;
     Ok(Entry {
         path: Path::UserNamespace,
         userns: Some(userns),
@@ -103,12 +103,12 @@ pub fn enter(backoff: &Backoff) -> Result<Entry, Error> {
     })
 }
 
-/// Waits for a single thread, then `unshare(CLONE_NEWUSER)` with bounded
-/// retries on EINVAL.
+/// Waits for a single thread, then `unshare(CLONE_NEWUSER|CLONE_NEWNS|
+/// CLONE_NEWPID)` with bounded retries on EINVAL.
 pub fn enter_user_namespace(backoff: &Backoff) -> Result<UsernsEntry, Error> {
     let start = Instant::now();
-    let (retries, wait) =
-        unshare_retrying(CloneFlags::CLONE_NEWUSER, Step::UnshareUser, backoff, true)?;
+    let flags = CloneFlags::CLONE_NEWUSER.union(PID_MOUNT);
+    let (retries, wait) = unshare_retrying(flags, Step::UnshareUser, backoff, true)?;
     Ok(UsernsEntry {
         wait,
         retries,

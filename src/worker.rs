@@ -1,13 +1,14 @@
 //! The worker, PID 2: the last steps before the command.
 //!
 //! Runs between fork and exec: no allocation, no formatting, no panics.
-//! Calls made: sigprocmask, prctl(PR_SET_NO_NEW_PRIVS), seccomp (once or
-//! twice), execve (through execvp's PATH search), and on failure a send of
-//! one report and `_exit`. The environment was scrubbed before the first
-//! fork (main.rs), and inherited file descriptors are left alone.
+//! Calls made: sigprocmask, seccomp (the namespaces filter, unless nesting
+//! is allowed), execve (through execvp's PATH search), and on failure a
+//! send of one report and `_exit`. no_new_privs and the unix filter were
+//! set in the stub before the first fork and are inherited, as is the
+//! scrubbed environment (main.rs); inherited file descriptors are left
+//! alone.
 
 use nix::errno::Errno;
-use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 
 use crate::error::{Step, exec_exit_code};
@@ -21,12 +22,6 @@ fn errno_of(e: &std::io::Error) -> Errno {
 pub fn run(plan: &Plan, original_mask: &SigSet, chan: Channel) -> ! {
     if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(original_mask), None) {
         chan.fail(Step::Signals, e);
-    }
-    if let Err(e) = prctl::set_no_new_privs() {
-        chan.fail(Step::NoNewPrivs, e);
-    }
-    if let Err(e) = sys::install_filter(plan.filters.unix.bytes()) {
-        chan.fail(Step::FilterUnix, errno_of(&e));
     }
     if let Some(ns) = plan.filters.namespaces {
         if let Err(e) = sys::install_filter(ns.bytes()) {

@@ -43,7 +43,7 @@ fn assert_ran_filtered(out: &Output, retries: u32) {
     assert_eq!(status_field(&text, "Seccomp_filters"), Some("2"), "{text}");
     assert_eq!(status_field(&text, "NoNewPrivs"), Some("1"), "{text}");
     assert!(
-        err.contains(&format!("unshare(CLONE_NEWUSER) retries: {retries},")),
+        err.contains(&format!("user namespace unshare retries: {retries},")),
         "want {retries} retries: {err}"
     );
 }
@@ -78,7 +78,7 @@ fn einval_forever_fails_closed_as_transient() {
     };
     let err = assert_failed_closed(
         &out,
-        "apply-seccomp: unshare(CLONE_NEWUSER): Invalid argument after ",
+        "apply-seccomp: unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): Invalid argument after ",
     );
     assert!(err.contains("transient setup failure"), "{err}");
     assert!(err.contains("not a policy denial"), "{err}");
@@ -91,7 +91,7 @@ fn eperm_fails_closed_with_the_hint() {
     };
     let err = assert_failed_closed(
         &out,
-        "apply-seccomp: unshare(CLONE_NEWUSER): Operation not permitted",
+        "apply-seccomp: unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): Operation not permitted",
     );
     for cause in [
         "kernel.unprivileged_userns_clone",
@@ -161,8 +161,9 @@ fn run_traced(
     std::fs::create_dir_all(dir).unwrap();
     let mut cmd = Command::new(strace);
     cmd.args(["-ff", "-qq", "-o"]).arg(dir.join("log"));
+    // clone too: the stub's fork marks what init and the worker inherit.
     cmd.arg("-e")
-        .arg(format!("trace=execve,prctl,seccomp,{trace}"));
+        .arg(format!("trace=execve,prctl,seccomp,clone,{trace}"));
     if let Some(inject) = inject {
         cmd.arg("-e").arg(format!("inject={inject}"));
     }
@@ -196,35 +197,47 @@ fn faults_helper() -> &'static Path {
 }
 
 /// The invariant of every fault: each exec of the command came after
-/// no_new_privs and both filters in the same process; if the command never
-/// ran, the helper exited 125-127 with a message (or never started);
-/// nothing is left running.
+/// no_new_privs and both filters (the unix filter and no_new_privs are set
+/// in the outer stub before its fork and inherited; the namespaces filter
+/// is the worker's own); if the command never ran, the helper exited
+/// 125-127 with a message (or never started); nothing is left running.
 fn check_invariant(t: &Traced, what: &str) -> Result<bool, String> {
     let probe = fixture().probe().unwrap().to_string_lossy().into_owned();
-    let mut ran = false;
-    let mut helper_started = false;
-    for (_, lines) in &t.per_process {
-        let mut nnp = false;
-        let mut filters = 0;
+    let helper = faults_helper().to_string_lossy().into_owned();
+    let ok = |l: &str| l.trim_end().ends_with("= 0"); // strace pads: "...)  = 0"
+    let nnp = |l: &str| l.starts_with("prctl(PR_SET_NO_NEW_PRIVS") && ok(l);
+    let filter = |l: &str| l.starts_with("seccomp(SECCOMP_SET_MODE_FILTER") && ok(l);
+    // The outer stub's state when it forked init, which init and the
+    // worker inherit.
+    let stub = t.per_process.iter().find(|(_, lines)| {
+        lines
+            .first()
+            .is_some_and(|l| l.starts_with(&format!("execve(\"{helper}\"")))
+    });
+    let helper_started = stub.is_some_and(|(_, lines)| ok(&lines[0]));
+    let (mut inherited_nnp, mut inherited_filters) = (false, 0);
+    if let Some((_, lines)) = stub {
         for l in lines {
-            // strace pads short calls: "prctl(...)  = 0".
-            let ok = l.trim_end().ends_with("= 0");
-            if l.starts_with("prctl(PR_SET_NO_NEW_PRIVS") && ok {
-                nnp = true;
+            if l.starts_with("clone(") && !l.contains("= -1") {
+                break;
             }
-            if l.starts_with("seccomp(SECCOMP_SET_MODE_FILTER") && ok {
-                filters += 1;
-            }
-            if l.starts_with("execve(") && ok {
-                if l.starts_with(&format!("execve(\"{probe}\"")) {
-                    ran = true;
-                    if !nnp || filters < 2 {
-                        return Err(format!(
-                            "{what}: the command ran with no_new_privs={nnp}, {filters} filters"
-                        ));
-                    }
-                } else {
-                    helper_started = true;
+            inherited_nnp |= nnp(l);
+            inherited_filters += usize::from(filter(l));
+        }
+    }
+    let mut ran = false;
+    for (_, lines) in &t.per_process {
+        let (mut own_nnp, mut own_filters) = (false, 0);
+        for l in lines {
+            own_nnp |= nnp(l);
+            own_filters += usize::from(filter(l));
+            if l.starts_with(&format!("execve(\"{probe}\"")) && ok(l) {
+                ran = true;
+                let (n, f) = (inherited_nnp || own_nnp, inherited_filters + own_filters);
+                if !n || f < 2 {
+                    return Err(format!(
+                        "{what}: the command ran with no_new_privs={n}, {f} filters"
+                    ));
                 }
             }
         }
@@ -242,7 +255,6 @@ fn check_invariant(t: &Traced, what: &str) -> Result<bool, String> {
             "{what}: the command did not run, yet exit {code:?} and stderr {err:?}"
         ));
     }
-    let helper = faults_helper().to_string_lossy().into_owned();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         let left: Vec<String> = std::fs::read_dir("/proc")
@@ -310,7 +322,7 @@ fn every_setup_fault_fails_closed() {
         assert!(called.contains(name), "{name} was never called: {called:?}");
     }
     eprintln!("{cases} injected faults, {failed_closed} failed closed, the rest ran filtered");
-    assert!(cases > 50, "only {cases} cases");
+    assert!(cases > 40, "only {cases} cases");
     assert!(
         failed_closed > 10,
         "only {failed_closed} faults stopped the command"

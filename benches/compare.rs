@@ -1,0 +1,300 @@
+//! `cargo bench`: this helper against the C helper shipped in
+//! `@anthropic-ai/sandbox-runtime`, `unshare -Urpf --mount-proc` and plain
+//! `true`, interleaved: every round runs each candidate once, in a shuffled
+//! order, timing the whole process from fork to reap. Reported: medians,
+//! and medians of the per-round ratios (never a sequential A-then-B).
+//!
+//! Settings: the host as root (when run as root), the host as an
+//! unprivileged user (uid 65534 when run as root), and inside bubblewrap
+//! with srt's options as that user. Also peak RSS (`/usr/bin/time -f %M`)
+//! and binary size.
+//!
+//! Environment: `BENCH_ROUNDS` (default 400), `APPLY_SECCOMP_C_HELPER` (a
+//! C helper to use instead of fetching it), `APPLY_SECCOMP_SRT_VERSION`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const NOBODY: u32 = 65534;
+const BWRAP: [&str; 14] = [
+    "--new-session",
+    "--die-with-parent",
+    "--unshare-net",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--unshare-pid",
+    "--unshare-user",
+    "--cap-drop",
+    "ALL",
+    "--proc",
+    "/proc",
+];
+
+fn which(p: &str) -> Option<PathBuf> {
+    ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin"]
+        .iter()
+        .map(|d| Path::new(d).join(p))
+        .find(|p| p.is_file())
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        .unwrap_or(false)
+}
+
+/// A world-readable folder with both helpers in it.
+fn prepare() -> (PathBuf, PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("apply-seccomp-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ours = dir.join("apply-seccomp");
+    std::fs::copy(env!("CARGO_BIN_EXE_apply-seccomp"), &ours).unwrap();
+    let c = dir.join("c-apply-seccomp");
+    match std::env::var_os("APPLY_SECCOMP_C_HELPER") {
+        Some(path) => {
+            std::fs::copy(path, &c).expect("copy APPLY_SECCOMP_C_HELPER");
+        }
+        None => {
+            let version =
+                std::env::var("APPLY_SECCOMP_SRT_VERSION").unwrap_or_else(|_| "0.0.83".into());
+            let ok = Command::new("npm")
+                .args(["pack", "--silent", "--pack-destination"])
+                .arg(&dir)
+                .arg(format!("@anthropic-ai/sandbox-runtime@{version}"))
+                .stdout(Stdio::null())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            assert!(
+                ok,
+                "npm pack failed: set APPLY_SECCOMP_C_HELPER to a C helper"
+            );
+            let arch = if cfg!(target_arch = "x86_64") {
+                "x64"
+            } else {
+                "arm64"
+            };
+            let tgz = std::fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|e| e == "tgz"))
+                .expect("the packed client");
+            let member = format!("package/vendor/seccomp/{arch}/apply-seccomp");
+            let ok = Command::new("tar")
+                .arg("xzf")
+                .arg(&tgz)
+                .arg("-C")
+                .arg(&dir)
+                .arg(&member)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "no {member} in the package");
+            std::fs::rename(dir.join(&member), &c).unwrap();
+        }
+    }
+    for p in [&ours, &c] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    (dir, ours, c)
+}
+
+#[derive(Clone)]
+struct Candidate {
+    name: &'static str,
+    argv: Vec<String>,
+}
+
+fn candidates(ours: &Path, c: &Path, in_bwrap: bool) -> Vec<Candidate> {
+    let unshare = which("unshare").map(|p| p.to_string_lossy().into_owned());
+    let mut list = vec![
+        Candidate {
+            name: "true",
+            argv: vec!["/bin/true".into()],
+        },
+        Candidate {
+            name: "ours",
+            argv: vec![ours.to_string_lossy().into_owned(), "/bin/true".into()],
+        },
+        Candidate {
+            name: "c",
+            argv: vec![c.to_string_lossy().into_owned(), "/bin/true".into()],
+        },
+    ];
+    if let Some(u) = unshare {
+        list.push(Candidate {
+            name: "unshare",
+            argv: vec![u, "-Urpf".into(), "--mount-proc".into(), "/bin/true".into()],
+        });
+    }
+    if in_bwrap {
+        let bwrap = which("bwrap").unwrap().to_string_lossy().into_owned();
+        for cand in &mut list {
+            let mut argv = vec![bwrap.clone()];
+            argv.extend(BWRAP.iter().map(|s| s.to_string()));
+            argv.push("--".into());
+            argv.append(&mut cand.argv);
+            cand.argv = argv;
+        }
+    }
+    list
+}
+
+fn time_once(argv: &[String], uid: Option<u32>) -> Duration {
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(u) = uid {
+        cmd.uid(u).gid(u);
+    }
+    let start = Instant::now();
+    let status = cmd.spawn().expect("spawn").wait().expect("wait");
+    let took = start.elapsed();
+    assert!(status.success(), "{argv:?} failed: {status}");
+    took
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Per-candidate times (ms) over interleaved, shuffled rounds.
+fn measure(cands: &[Candidate], uid: Option<u32>, rounds: usize) -> Vec<Vec<f64>> {
+    let mut times = vec![Vec::with_capacity(rounds); cands.len()];
+    let mut order: Vec<usize> = (0..cands.len()).collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..rounds + 20 {
+        for i in (1..order.len()).rev() {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            order.swap(i, (seed >> 33) as usize % (i + 1));
+        }
+        for &i in &order {
+            let t = time_once(&cands[i].argv, uid);
+            if round >= 20 {
+                // the first 20 rounds warm caches and are dropped
+                times[i].push(t.as_secs_f64() * 1e3);
+            }
+        }
+    }
+    times
+}
+
+fn index(cands: &[Candidate], name: &str) -> Option<usize> {
+    cands.iter().position(|c| c.name == name)
+}
+
+fn peak_rss_kb(argv: &[String]) -> Option<f64> {
+    let time = which("time")?;
+    let mut kb = Vec::new();
+    for _ in 0..15 {
+        let out = Command::new(&time)
+            .args(["-f", "%M"])
+            .args(argv)
+            .stdout(Stdio::null())
+            .output()
+            .ok()?;
+        kb.push(
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .lines()
+                .last()?
+                .parse()
+                .ok()?,
+        );
+    }
+    Some(median(kb))
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing
+    // we use. Run only under `cargo bench`.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(400);
+    let (dir, ours, c) = prepare();
+    let root = is_root();
+    let unpriv = if root { Some(NOBODY) } else { None };
+    let mut settings: Vec<(&str, Option<u32>, bool)> = Vec::new();
+    if root {
+        settings.push(("host, root", None, false));
+    }
+    settings.push(("host, unprivileged", unpriv, false));
+    if which("bwrap").is_some() {
+        settings.push(("bwrap (srt options), unprivileged", unpriv, true));
+    } else {
+        eprintln!("bwrap not installed: the bubblewrap setting is left out");
+    }
+
+    println!("rounds: {rounds} per setting, interleaved and shuffled; times are medians in ms\n");
+    println!(
+        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (name, uid, in_bwrap) in settings {
+        let cands = candidates(&ours, &c, in_bwrap);
+        let t = measure(&cands, uid, rounds);
+        let (it, io, ic) = (
+            index(&cands, "true").unwrap(),
+            index(&cands, "ours").unwrap(),
+            index(&cands, "c").unwrap(),
+        );
+        let ratio = median(t[io].iter().zip(&t[ic]).map(|(o, c)| o / c).collect());
+        // The helper's own cost: each run minus the same round's `true`.
+        let over_o = median(t[io].iter().zip(&t[it]).map(|(o, b)| o - b).collect());
+        let over_c = median(t[ic].iter().zip(&t[it]).map(|(c, b)| c - b).collect());
+        let un =
+            index(&cands, "unshare").map_or("-".into(), |i| format!("{:.2}", median(t[i].clone())));
+        println!(
+            "| {name} | {:.2} | {un} | {:.2} | {:.2} | {ratio:.3} | {:.2} / {:.2} = {:.3} |",
+            median(t[it].clone()),
+            median(t[ic].clone()),
+            median(t[io].clone()),
+            over_o,
+            over_c,
+            over_o / over_c
+        );
+    }
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let rss = |p: &Path| {
+        peak_rss_kb(&[p.to_string_lossy().into_owned(), "/bin/true".into()])
+            .map_or("-".into(), |k| format!("{k:.0} KB"))
+    };
+    println!("\n| | ours | C helper |");
+    println!("|---|---|---|");
+    println!(
+        "| peak RSS (median of 15, host) | {} | {} |",
+        rss(&ours),
+        rss(&c)
+    );
+    println!(
+        "| binary size | {} bytes | {} bytes |",
+        size(&ours),
+        size(&c)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
