@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::race;
 
 pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--] <command> [args...]\n       \
+                         apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
                          apply-seccomp --race-test [--iterations N] [--strategy naive|helper|both]\n       \
                          [--join futex|spin] [--cpu LIST] [--load N] [--json] [--exec 'HELPER [ARGS]']";
 
@@ -71,6 +72,8 @@ pub enum Action {
     Run(RunConfig),
     /// `--race-test ...`: the race regression tester.
     RaceTest(race::Config),
+    /// `--bwrap-shim ...`, or invoked as `bwrap`: bubblewrap's arguments.
+    BwrapShim(Vec<OsString>),
 }
 
 fn is(value: &Option<OsString>, expected: &str) -> bool {
@@ -88,6 +91,7 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         Some(b"--") => &args[1..],
         Some(b"--help") => return Ok(Action::Help),
         Some(b"--version") => return Ok(Action::Version),
+        Some(b"--bwrap-shim") => return Ok(Action::BwrapShim(args[1..].to_vec())),
         Some(b"--race-test") => {
             return race::parse(&args[1..])
                 .map(Action::RaceTest)

@@ -18,6 +18,7 @@ mod cli;
 mod error;
 mod filter;
 mod race;
+mod shim;
 mod supervise;
 mod sys;
 mod threads;
@@ -35,8 +36,17 @@ use userns::{Backoff, Path};
 /// The program: returns the exit status.
 #[cfg_attr(test, allow(dead_code))]
 pub(crate) fn entry() -> i32 {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let code = match cli::parse(&args, &cli::Env::from_process()) {
+    let mut argv = std::env::args_os();
+    let argv0 = argv.next().unwrap_or_default();
+    let args: Vec<OsString> = argv.collect();
+    // Run as `bwrap` (a symlink first on PATH): the shim, whatever follows.
+    let action = if std::path::Path::new(&argv0).file_name() == Some("bwrap".as_ref()) {
+        Ok(Action::BwrapShim(args))
+    } else {
+        cli::parse(&args, &cli::Env::from_process())
+    };
+    let code = match action {
+        Ok(Action::BwrapShim(args)) => bwrap_shim(&args),
         Ok(Action::Help) => print_out(&help()),
         Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", env!("CARGO_PKG_VERSION"))),
         Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),
@@ -86,6 +96,47 @@ fn help() -> String {
          executable; 127 command not found.\n",
         usage = cli::USAGE
     )
+}
+
+/// The `bwrap` shim (shim.rs): rewrite, then exec the real bubblewrap.
+fn bwrap_shim(args: &[OsString]) -> i32 {
+    let debug_on = std::env::var_os("SRT_DEBUG").is_some_and(|v| !v.is_empty());
+    let fail = |what: String| {
+        eprintln!("apply-seccomp: bwrap shim: {what}");
+        error::EXIT_SETUP
+    };
+    let ours = match std::env::current_exe().and_then(std::fs::canonicalize) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("cannot find this binary: {}", error::strerror(&e))),
+    };
+    let real = match shim::find_real_bwrap(
+        &ours,
+        std::env::var_os("APPLY_SECCOMP_BWRAP").as_deref(),
+        std::env::var_os("PATH").as_deref(),
+    ) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let rewrite = shim::rewrite(args, &ours);
+    debug(debug_on, || {
+        format!(
+            "bwrap shim: real bubblewrap {}; {}",
+            real.display(),
+            rewrite.note
+        )
+    });
+    let mut argv = vec![real.clone().into_os_string()];
+    argv.extend(rewrite.args);
+    let Some(exec) = sys::ExecArgs::new(&argv) else {
+        return fail("an argument contains a NUL byte".into());
+    };
+    let err = sys::execvp(&exec);
+    let e = Error::Exec {
+        program: real.display().to_string(),
+        source: err,
+    };
+    eprintln!("{e}");
+    e.exit_code()
 }
 
 fn debug(enabled: bool, line: impl FnOnce() -> String) {

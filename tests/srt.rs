@@ -19,12 +19,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use common::{NOBODY, fixture, is_root, probe_results, status_field, stderr, stdout};
 
-/// The client release tested; `APPLY_SECCOMP_SRT_VERSION` overrides it.
-const SRT_VERSION: &str = "0.0.83";
-
 struct Client {
     /// Folder holding node_modules/@anthropic-ai/sandbox-runtime.
-    prefix: PathBuf,
+    prefix: &'static Path,
     /// Port of a loopback HTTP server that answers with `BODY`.
     port: u16,
 }
@@ -34,34 +31,12 @@ const BODY: &str = "reached-through-the-srt-proxy";
 fn client() -> Option<&'static Client> {
     static C: OnceLock<Option<Client>> = OnceLock::new();
     C.get_or_init(|| {
-        for tool in ["node", "npm", "bwrap", "socat", "rg", "curl"] {
-            if common::which(tool).is_none() {
-                common::skip(&format!("{tool} is not installed: the srt tests need it"));
-                return None;
-            }
-        }
-        let prefix = fixture().dir.join("srt-client");
-        let version =
-            std::env::var("APPLY_SECCOMP_SRT_VERSION").unwrap_or_else(|_| SRT_VERSION.into());
-        let out = Command::new("npm")
-            .args([
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--no-save",
-                "--prefix",
-            ])
-            .arg(&prefix)
-            .arg(format!("@anthropic-ai/sandbox-runtime@{version}"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("run npm");
-        if !out.status.success() {
-            common::skip(&format!("npm install failed: {}", stderr(&out)));
+        if common::which("curl").is_none() {
+            common::skip("curl is not installed: the proxy test needs it");
             return None;
         }
         Some(Client {
-            prefix,
+            prefix: common::srt_package()?,
             port: serve_marker(),
         })
     })

@@ -310,3 +310,46 @@ pub fn probe_results(out: &str) -> std::collections::BTreeMap<String, String> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
+
+/// The published srt client, installed once per test binary from the npm
+/// registry into the fixture (never committed): the folder holding
+/// `node_modules/@anthropic-ai/sandbox-runtime`, or a skip.
+/// `APPLY_SECCOMP_SRT_VERSION` overrides the release (default 0.0.83).
+pub fn srt_package() -> Option<&'static Path> {
+    static P: OnceLock<Option<PathBuf>> = OnceLock::new();
+    P.get_or_init(|| {
+        for tool in ["node", "npm", "bwrap", "socat", "rg"] {
+            if which(tool).is_none() {
+                skip(&format!("{tool} is not installed: the srt client needs it"));
+                return None;
+            }
+        }
+        let prefix = fixture().dir.join("srt-client");
+        let version =
+            std::env::var("APPLY_SECCOMP_SRT_VERSION").unwrap_or_else(|_| "0.0.83".into());
+        let out = Command::new("npm")
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--no-save",
+                "--prefix",
+            ])
+            .arg(&prefix)
+            .arg(format!("@anthropic-ai/sandbox-runtime@{version}"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("run npm");
+        if !out.status.success() {
+            skip(&format!("npm install failed: {}", stderr(&out)));
+            return None;
+        }
+        Some(prefix)
+    })
+    .as_deref()
+}
+
+/// The client library's entry module, for `import` from a Node script.
+pub fn srt_index(package: &Path) -> PathBuf {
+    package.join("node_modules/@anthropic-ai/sandbox-runtime/dist/index.js")
+}
