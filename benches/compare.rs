@@ -18,39 +18,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const NOBODY: u32 = 65534;
-const BWRAP: [&str; 14] = [
-    "--new-session",
-    "--die-with-parent",
-    "--unshare-net",
-    "--ro-bind",
-    "/",
-    "/",
-    "--dev",
-    "/dev",
-    "--unshare-pid",
-    "--unshare-user",
-    "--cap-drop",
-    "ALL",
-    "--proc",
-    "/proc",
-];
+// The tests' shared plumbing: srt's bwrap options, `which`, `is_root`.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-fn which(p: &str) -> Option<PathBuf> {
-    ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin"]
-        .iter()
-        .map(|d| Path::new(d).join(p))
-        .find(|p| p.is_file())
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        .unwrap_or(false)
-}
+use common::{BWRAP_OPTIONS, NOBODY, is_root, which};
 
 /// A world-readable folder with both helpers in it.
 fn prepare() -> (PathBuf, PathBuf, PathBuf) {
@@ -142,7 +114,7 @@ fn candidates(ours: &Path, c: &Path, in_bwrap: bool) -> Vec<Candidate> {
         let bwrap = which("bwrap").unwrap().to_string_lossy().into_owned();
         for cand in &mut list {
             let mut argv = vec![bwrap.clone()];
-            argv.extend(BWRAP.iter().map(|s| s.to_string()));
+            argv.extend(BWRAP_OPTIONS.iter().map(|s| s.to_string()));
             argv.push("--".into());
             argv.append(&mut cand.argv);
             cand.argv = argv;
