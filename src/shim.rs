@@ -100,7 +100,7 @@ fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> (Vec<u8>, usize) {
     (out, n)
 }
 
-/// Rewrites bubblewrap's arguments (without argv[0]) to run `ours` in place
+/// Rewrites bubblewrap's arguments (without `argv[0]`) to run `ours` in place
 /// of the embedded helper. Pure: unit-tested on the client's command lines.
 pub fn rewrite(args: &[OsString], ours: &Path) -> Rewrite {
     let ours_bytes = ours.as_os_str().as_bytes();
