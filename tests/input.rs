@@ -88,6 +88,32 @@ fn a_100_kb_argument_arrives_whole() {
 }
 
 #[test]
+fn a_long_argument_list_reaches_a_script_without_shebang() {
+    // execvp runs such a script with /bin/sh, copying the argument pointers
+    // onto the worker's stack: 100,000 of them must fit.
+    let script = common::fixture().script("no-shebang", "echo ran $#\n");
+    for (place, user) in matrix() {
+        // bubblewrap itself takes at most 9000 arguments.
+        let n = if place == common::Place::Bwrap {
+            8_000
+        } else {
+            100_000
+        };
+        let mut args = vec![script.to_string_lossy().into_owned()];
+        args.extend(std::iter::repeat_n("x".to_string(), n));
+        let out = helper(place, user, &[], &args);
+        no_panic(&out, "long argv");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{place:?} {user:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(stdout(&out), format!("ran {n}\n"), "{place:?} {user:?}");
+    }
+}
+
+#[test]
 fn non_utf8_bytes_pass_through_argv_and_environment() {
     let odd = OsString::from_vec(vec![b'a', 0xff, 0xfe, b'z']);
     for (place, user) in matrix() {
