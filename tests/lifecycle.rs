@@ -273,3 +273,68 @@ fn the_outer_stub_is_locked_down() {
         assert!(survivors(&m).is_empty(), "{what}");
     }
 }
+
+/// The inner init sets PR_SET_PDEATHSIG, then checks that the stub did not
+/// die before that took effect (the control socket's POLLHUP). strace
+/// holds init's first prctl (the PDEATHSIG one) for a while, before it
+/// takes effect; the stub is killed meanwhile. Without the check, init
+/// would go on and run the command, orphaned.
+#[test]
+fn a_stub_dying_before_init_arms_pdeathsig_stops_everything() {
+    let Some(strace) = common::which("strace") else {
+        common::skip("strace is not installed");
+        return;
+    };
+    let helper = fixture().helper_copy("apply-seccomp-pdeathsig", 0o755);
+    let helper_str = helper.to_string_lossy().into_owned();
+    let users: Vec<Option<&str>> = if common::is_root() {
+        vec![None, Some("nobody")]
+    } else {
+        vec![None]
+    };
+    for user in users {
+        let marker = fixture()
+            .dir
+            .join(format!("pdeathsig-ran-{}", user.unwrap_or("self")));
+        let dir = fixture().dir.clone();
+        let mut cmd = std::process::Command::new(&strace);
+        // when=1 is each process's first prctl: the stub's (before its
+        // fork) and init's PR_SET_PDEATHSIG, each held 1 s before it runs.
+        cmd.args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=prctl"])
+            .args(["-e", "inject=prctl:delay_enter=1000000:when=1"]);
+        if let Some(u) = user {
+            cmd.args(["-u", u]);
+        }
+        let script = format!("echo ran > {}", marker.display());
+        cmd.arg(&helper)
+            .args(["/bin/sh", "-c", &script])
+            .current_dir(&dir);
+        let mut strace_child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait (bounded) for init: a helper process whose parent is one too.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let stub = loop {
+            let found = pids().into_iter().find(|p| {
+                cmdline(p).starts_with(&helper_str)
+                    && cmdline(&parent_of(p)).starts_with(&helper_str)
+            });
+            if let Some(init) = found {
+                break parent_of(&init);
+            }
+            assert!(Instant::now() < deadline, "{user:?}: init never appeared");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        kill(Pid::from_raw(stub.parse().unwrap()), Signal::SIGKILL).unwrap();
+        wait_bounded(&mut strace_child, &format!("{user:?}: strace"));
+        assert!(
+            !marker.exists(),
+            "{user:?}: the command ran after its stub was gone"
+        );
+        let left = processes_with(&helper_str);
+        assert!(left.is_empty(), "{user:?}: left running: {left:?}");
+    }
+}
