@@ -10,7 +10,8 @@
 //!     │  with the child's status (code, or 128+signal)
 //!     └─ inner init, PID 1             new PID + mount namespaces
 //!        │  PDEATHSIG=KILL (checked against a parent already gone),
-//!        │  non-dumpable, / private, fresh /proc, max_user_namespaces=0,
+//!        │  non-dumpable (inherited), / private, fresh /proc,
+//!        │  max_user_namespaces=0,
 //!        │  forwards the same signals, reaps every child, exits with the
 //!        │  worker's status
 //!        └─ worker, PID 2              worker.rs: the namespaces filter,
@@ -20,7 +21,7 @@
 //! Everything the children need (argv, filters, signal sets, the control
 //! socket) is prepared before the first fork. Between fork and exec (or
 //! `_exit`) the children only make these calls, none of which allocates,
-//! formats or panics: prctl (PDEATHSIG, DUMPABLE), poll,
+//! formats or panics: prctl (PDEATHSIG), poll,
 //! mount, open/write/close, fork, sigprocmask, sigwait, kill, wait4,
 //! seccomp, execve (through execvp), send of an 8-byte report, `_exit`.
 //!
@@ -284,9 +285,8 @@ fn inner_init(plan: &Plan, set: &SigSet, original: &SigSet, chan_fd: OwnedFd) ->
         }
         Err(e) => chan.fail(Step::ParentDeathSignal, e),
     }
-    if let Err(e) = prctl::set_dumpable(false) {
-        chan.fail(Step::Dumpable, e);
-    }
+    // Non-dumpable already: the flag belongs to the memory map, which the
+    // fork copied from the stub after it cleared the flag.
     if let Err(e) = mount(
         None::<&str>,
         "/",
