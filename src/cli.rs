@@ -44,6 +44,11 @@ pub struct Env {
 }
 
 impl Env {
+    /// `SRT_DEBUG` is set and non-empty.
+    pub fn debug_enabled(&self) -> bool {
+        self.debug.as_ref().is_some_and(|v| !v.is_empty())
+    }
+
     pub fn from_process() -> Env {
         Env {
             allow_nested_userns: std::env::var_os("SRT_ALLOW_NESTED_USERNS"),
@@ -111,7 +116,7 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
     Ok(Action::Run(RunConfig {
         argv: rest.to_vec(),
         allow_nested_userns: is(&env.allow_nested_userns, "1"),
-        debug: env.debug.as_ref().is_some_and(|v| !v.is_empty()),
+        debug: env.debug_enabled(),
     }))
 }
 

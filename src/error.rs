@@ -169,6 +169,12 @@ impl Error {
     }
 }
 
+/// The errno inside an `io::Error` (EIO if it carries none), for the
+/// reports the inner processes send.
+pub fn errno(e: &io::Error) -> nix::errno::Errno {
+    nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
 /// The exit code for a failed `execvp`, as shells report it.
 pub fn exec_exit_code(errno: i32) -> i32 {
     match errno {

@@ -100,7 +100,7 @@ fn help() -> String {
 
 /// The `bwrap` shim (shim.rs): rewrite, then exec the real bubblewrap.
 fn bwrap_shim(args: &[OsString]) -> i32 {
-    let debug_on = std::env::var_os("SRT_DEBUG").is_some_and(|v| !v.is_empty());
+    let debug_on = cli::Env::from_process().debug_enabled();
     let fail = |what: String| {
         eprintln!("apply-seccomp: bwrap shim: {what}");
         error::EXIT_SETUP
@@ -156,8 +156,8 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     }
 
     let entry = userns::enter(&Backoff::default())?;
-    debug(cfg.debug, || match (entry.path, entry.userns) {
-        (Path::UserNamespace, Some(u)) => format!(
+    debug(cfg.debug, || match entry.path {
+        Path::UserNamespace(u) => format!(
             "entry: user namespace path; threads checked: {}, thread polls: {}, \
              user namespace unshare retries: {}, userns entry {} us, total {} us",
             if u.wait.checked {
@@ -170,9 +170,8 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             u.elapsed.as_micros(),
             entry.elapsed.as_micros()
         ),
-        _ => format!(
-            "entry: direct path (CAP_SYS_ADMIN); retries: {}, total {} us",
-            entry.direct_retries,
+        Path::Direct { retries } => format!(
+            "entry: direct path (CAP_SYS_ADMIN); retries: {retries}, total {} us",
             entry.elapsed.as_micros()
         ),
     });
@@ -190,7 +189,8 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     )
     .map_err(|e| Error::setup(Step::DropPtrace, io::Error::other(e.to_string())))?;
 
-    let limit_userns = entry.path == Path::UserNamespace && !cfg.allow_nested_userns;
+    let made_userns = matches!(entry.path, Path::UserNamespace(_));
+    let limit_userns = made_userns && !cfg.allow_nested_userns;
     debug(cfg.debug, || {
         format!(
             "filters: unix{}; user namespace limit: {}",

@@ -422,7 +422,7 @@ fn in_child(
             Join::Futex => thread.join_futex(),
             Join::Spin => thread.join_spin(),
         },
-        Err(e) => return failed(Errno::from_raw(e.raw_os_error().unwrap_or(0))),
+        Err(e) => return failed(crate::error::errno(&e)),
     }
     let start = Instant::now();
     let (outcome, retries, polls) = match strategy {

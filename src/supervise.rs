@@ -222,8 +222,7 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
 /// `child` itself is reaped; returns its status (code, or 128+signal).
 fn supervise(child: Pid, set: &SigSet) -> Result<i32, Errno> {
     loop {
-        let sig = sys::sigwait(set.as_ref())
-            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EINVAL)))?;
+        let sig = sys::sigwait(set.as_ref()).map_err(|e| crate::error::errno(&e))?;
         if sig != libc::SIGCHLD {
             // ESRCH: the child is already gone; its SIGCHLD is pending.
             if let Ok(sig) = Signal::try_from(sig) {
@@ -314,10 +313,7 @@ fn inner_init(plan: &Plan, set: &SigSet, original: &SigSet, chan_fd: OwnedFd) ->
         }
     }
     match sys::fork() {
-        Err(e) => chan.fail(
-            Step::ForkWorker,
-            Errno::from_raw(e.raw_os_error().unwrap_or(0)),
-        ),
+        Err(e) => chan.fail(Step::ForkWorker, crate::error::errno(&e)),
         Ok(Forked::Child) => worker::run(plan, original, chan),
         Ok(Forked::Parent(pid)) => match supervise(Pid::from_raw(pid), set) {
             Ok(status) => sys::exit_now(status),

@@ -43,13 +43,14 @@ impl Default for Backoff {
     }
 }
 
-/// Which way the helper got its namespaces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which way the helper got its namespaces, and what that took.
+#[derive(Clone, Copy, Debug)]
 pub enum Path {
-    /// `unshare(CLONE_NEWPID|CLONE_NEWNS)` worked as is.
-    Direct,
+    /// `unshare(CLONE_NEWPID|CLONE_NEWNS)` worked as is, after this many
+    /// EINVAL retries.
+    Direct { retries: u32 },
     /// Through a new user namespace made by the helper.
-    UserNamespace,
+    UserNamespace(UsernsEntry),
 }
 
 /// What the user namespace entry did.
@@ -65,9 +66,6 @@ pub struct UsernsEntry {
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
     pub path: Path,
-    pub userns: Option<UsernsEntry>,
-    /// EINVAL answers retried by the direct attempt.
-    pub direct_retries: u32,
     pub elapsed: Duration,
 }
 
@@ -82,9 +80,7 @@ pub fn enter(backoff: &Backoff) -> Result<Entry, Error> {
     match unshare_retrying(PID_MOUNT, Step::UnsharePidMount, backoff, false) {
         Ok((retries, _)) => {
             return Ok(Entry {
-                path: Path::Direct,
-                userns: None,
-                direct_retries: retries,
+                path: Path::Direct { retries },
                 elapsed: start.elapsed(),
             });
         }
@@ -96,9 +92,7 @@ pub fn enter(backoff: &Backoff) -> Result<Entry, Error> {
     let userns = enter_user_namespace(backoff)?;
     write_id_maps(uid, gid)?;
     Ok(Entry {
-        path: Path::UserNamespace,
-        userns: Some(userns),
-        direct_retries: 0,
+        path: Path::UserNamespace(userns),
         elapsed: start.elapsed(),
     })
 }

@@ -8,16 +8,11 @@
 //! scrubbed environment (main.rs); inherited file descriptors are left
 //! alone.
 
-use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 
-use crate::error::{Step, exec_exit_code};
+use crate::error::{Step, errno, exec_exit_code};
 use crate::supervise::{Channel, Kind, Plan};
 use crate::sys;
-
-fn errno_of(e: &std::io::Error) -> Errno {
-    Errno::from_raw(e.raw_os_error().unwrap_or(0))
-}
 
 pub fn run(plan: &Plan, original_mask: &SigSet, chan: Channel) -> ! {
     if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(original_mask), None) {
@@ -25,10 +20,10 @@ pub fn run(plan: &Plan, original_mask: &SigSet, chan: Channel) -> ! {
     }
     if let Some(ns) = plan.filters.namespaces {
         if let Err(e) = sys::install_filter(ns.bytes()) {
-            chan.fail(Step::FilterNamespaces, errno_of(&e));
+            chan.fail(Step::FilterNamespaces, errno(&e));
         }
     }
-    let err = errno_of(&sys::execvp(plan.exec));
+    let err = errno(&sys::execvp(plan.exec));
     chan.report(Kind::Fatal, Step::Exec, err);
     sys::exit_now(exec_exit_code(err as i32))
 }
