@@ -9,8 +9,10 @@
 //! with srt's options as that user. Also peak RSS (`/usr/bin/time -f %M`)
 //! and binary size.
 //!
-//! Environment: `BENCH_ROUNDS` (default 400), `APPLY_SECCOMP_C_HELPER` (a
-//! C helper to use instead of fetching it), `APPLY_SECCOMP_SRT_VERSION`.
+//! Environment: `BENCH_ROUNDS` (default 400), `BENCH_ONLY` (run only the
+//! settings whose name contains it, e.g. `bwrap`), `APPLY_SECCOMP_C_HELPER`
+//! (a C helper to use instead of fetching it; another build of ours here
+//! compares two builds), `APPLY_SECCOMP_SRT_VERSION`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -222,6 +224,9 @@ fn main() {
         eprintln!("bwrap not installed: the bubblewrap setting is left out");
     }
 
+    if let Ok(only) = std::env::var("BENCH_ONLY") {
+        settings.retain(|(name, _, _)| name.contains(only.as_str()));
+    }
     println!("rounds: {rounds} per setting, interleaved and shuffled; times are medians in ms\n");
     println!(
         "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C |"
@@ -252,16 +257,24 @@ fn main() {
         );
     }
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let rss = |p: &Path| {
-        peak_rss_kb(&[p.to_string_lossy().into_owned(), "/bin/true".into()])
+    let rss = |p: &Path, command: &str| {
+        peak_rss_kb(&[p.to_string_lossy().into_owned(), command.into()])
             .map_or("-".into(), |k| format!("{k:.0} KB"))
     };
     println!("\n| | ours | C helper |");
     println!("|---|---|---|");
+    // /usr/bin/time reports the largest RSS of the process tree, which
+    // with `true` is `true`'s own; a command that is not found leaves
+    // only the helper's processes.
     println!(
-        "| peak RSS (median of 15, host) | {} | {} |",
-        rss(&ours),
-        rss(&c)
+        "| peak RSS, running `true` (median of 15, host) | {} | {} |",
+        rss(&ours, "/bin/true"),
+        rss(&c, "/bin/true")
+    );
+    println!(
+        "| peak RSS, helper processes only (command not found) | {} | {} |",
+        rss(&ours, "/nonexistent"),
+        rss(&c, "/nonexistent")
     );
     println!(
         "| binary size | {} bytes | {} bytes |",
