@@ -10,8 +10,9 @@
 //! [`entry`]. Rust's runtime start-up would set SIGPIPE to ignored, a
 //! disposition the command would inherit through exec (the C helper leaves
 //! the caller's), and it reads `/proc/self/maps`, installs a `sigaltstack`
-//! and polls fds 0-2 on every run. `std::env::args_os` still works: glibc
-//! hands the arguments to std through `.init_array`.
+//! and polls fds 0-2 on every run. The arguments come from the C `main`,
+//! not `std::env::args_os`, which is empty in a musl build without Rust's
+//! `main`.
 #![cfg_attr(not(test), no_main)]
 
 mod cli;
@@ -35,10 +36,12 @@ use userns::{Backoff, Path};
 
 /// The program: returns the exit status.
 #[cfg_attr(test, allow(dead_code))]
-pub(crate) fn entry() -> i32 {
-    let mut argv = std::env::args_os();
-    let argv0 = argv.next().unwrap_or_default();
-    let args: Vec<OsString> = argv.collect();
+pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
+    let argv0 = if args.is_empty() {
+        OsString::new()
+    } else {
+        args.remove(0)
+    };
     // Run as `bwrap` (a symlink first on PATH): the shim, whatever follows.
     let action = if std::path::Path::new(&argv0).file_name() == Some("bwrap".as_ref()) {
         Ok(Action::BwrapShim(args))

@@ -12,6 +12,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use nix::errno::Errno;
+
 fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
     if ret < 0 {
         Err(io::Error::last_os_error())
@@ -50,13 +52,28 @@ pub fn exit_now(code: i32) -> ! {
 
 /// A command line prepared before `fork`, so `execvp` needs no allocation.
 pub struct ExecArgs {
-    /// Owns the strings `ptrs` points into.
+    /// Owns the strings the pointer vectors point into.
     _args: Vec<CString>,
+    /// `argv` and a null pointer.
     ptrs: Vec<*const libc::c_char>,
+    /// `/bin/sh`, a slot for the file found, `argv[1..]` and a null pointer:
+    /// what runs a file the kernel refuses with ENOEXEC (a script without
+    /// `#!`), as glibc's execvp does and musl's does not. `Cell` has the
+    /// layout of the pointer it holds, so this is also a `char *const *`.
+    sh_ptrs: Vec<std::cell::Cell<*const libc::c_char>>,
 }
 
+/// The shell that runs a file without `#!` (glibc's `_PATH_BSHELL`).
+const BSHELL: &CStr = c"/bin/sh";
+/// The search path when `PATH` is unset (glibc's `_CS_PATH`, which the C
+/// helper uses; musl's default would also search /usr/local/bin).
+const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
+/// Longest file name and longest directory the search builds paths from.
+const NAME_MAX: usize = 255;
+const PATH_MAX: usize = 4096;
+
 impl ExecArgs {
-    /// Builds the argument vector (allocates: call before forking).
+    /// Builds the argument vectors (allocates: call before forking).
     /// Returns `None` if an argument contains a NUL byte (argv cannot).
     pub fn new<S: AsRef<OsStr>>(argv: &[S]) -> Option<ExecArgs> {
         let args = argv
@@ -68,17 +85,109 @@ impl ExecArgs {
         }
         let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
-        Some(ExecArgs { _args: args, ptrs })
+        let sh_ptrs = [BSHELL.as_ptr(), std::ptr::null()]
+            .into_iter()
+            .chain(ptrs[1..].iter().copied())
+            .map(std::cell::Cell::new)
+            .collect();
+        Some(ExecArgs {
+            _args: args,
+            ptrs,
+            sh_ptrs,
+        })
+    }
+
+    fn file(&self) -> &CStr {
+        // SAFETY: `ptrs[0]` points into `_args[0]`, a live CString.
+        unsafe { CStr::from_ptr(self.ptrs[0]) }
     }
 }
 
-/// `execvp(3)`: searches `PATH` like a shell. Returns only on failure.
+/// `execve(path, argv, environ)`; returns the error (it returns only on
+/// failure).
+fn execve(path: &CStr, argv: *const *const libc::c_char) -> Errno {
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    // SAFETY: `path` is NUL-terminated; `argv` is one of an `ExecArgs`'
+    // null-terminated vectors, whose strings it owns and outlives this call;
+    // `environ` is the C library's null-terminated environment, which this
+    // single-threaded process only changes before its first fork.
+    unsafe { libc::execve(path.as_ptr(), argv, environ) };
+    Errno::last()
+}
+
+/// `execve` with glibc's fallback: a file refused with ENOEXEC runs as
+/// `/bin/sh FILE ARGS...`.
+fn execve_or_sh(args: &ExecArgs, path: &CStr) -> Errno {
+    let err = execve(path, args.ptrs.as_ptr());
+    if err != Errno::ENOEXEC {
+        return err;
+    }
+    args.sh_ptrs[1].set(path.as_ptr());
+    execve(BSHELL, args.sh_ptrs.as_ptr().cast())
+}
+
+/// `execvp(3)` with glibc's semantics (what the C helper links): a name
+/// with a `/` is run as is; otherwise each `PATH` entry is tried (an empty
+/// one is the working directory), going on past ENOENT, ENOTDIR, ESTALE,
+/// ENODEV, ETIMEDOUT and EACCES, which is reported if nothing ran. Files
+/// without `#!` run with `/bin/sh`. Candidate paths are built on the stack.
+/// Returns only on failure.
 pub fn execvp(args: &ExecArgs) -> io::Error {
-    // SAFETY: `ptrs` holds pointers into the `CString`s owned by `args`,
-    // which outlive this call, and ends with a null pointer, as execvp
-    // requires. glibc's execvp builds candidate paths on the stack.
-    unsafe { libc::execvp(args.ptrs[0], args.ptrs.as_ptr()) };
-    io::Error::last_os_error()
+    // SAFETY: getenv returns null or a pointer to a NUL-terminated string
+    // in the environment, which this single-threaded process only changes
+    // before its first fork; it does not allocate.
+    let var = unsafe { libc::getenv(c"PATH".as_ptr()) };
+    let path = if var.is_null() {
+        DEFAULT_PATH
+    } else {
+        // SAFETY: non-null, so a valid string as said above.
+        unsafe { CStr::from_ptr(var) }.to_bytes()
+    };
+    let err = search(path, args.file(), |candidate| execve_or_sh(args, candidate));
+    io::Error::from_raw_os_error(err as i32)
+}
+
+/// The search of [`execvp`], over any `exec` (tests pass a fake one).
+/// Returns the error to report.
+pub fn search(path: &[u8], file: &CStr, mut exec: impl FnMut(&CStr) -> Errno) -> Errno {
+    let name = file.to_bytes();
+    if name.is_empty() {
+        return Errno::ENOENT;
+    }
+    if name.contains(&b'/') {
+        return exec(file);
+    }
+    if name.len() > NAME_MAX {
+        return Errno::ENAMETOOLONG;
+    }
+    let mut buf = [0u8; PATH_MAX + NAME_MAX + 2];
+    let mut eacces = false;
+    let mut last = Errno::ENOENT;
+    for dir in path.split(|&b| b == b':') {
+        if dir.len() >= PATH_MAX {
+            continue;
+        }
+        let mut len = 0;
+        if !dir.is_empty() {
+            buf[..dir.len()].copy_from_slice(dir);
+            buf[dir.len()] = b'/';
+            len = dir.len() + 1;
+        }
+        buf[len..len + name.len()].copy_from_slice(name);
+        buf[len + name.len()] = 0;
+        let Ok(candidate) = CStr::from_bytes_until_nul(&buf) else {
+            continue;
+        };
+        last = exec(candidate);
+        match last {
+            Errno::EACCES => eacces = true,
+            Errno::ENOENT | Errno::ENOTDIR | Errno::ESTALE | Errno::ENODEV | Errno::ETIMEDOUT => {}
+            other => return other,
+        }
+    }
+    if eacces { Errno::EACCES } else { last }
 }
 
 /// `seccomp(SECCOMP_SET_MODE_FILTER, 0, prog)`.
@@ -202,8 +311,87 @@ pub struct ExitingThread<'a> {
     joined: bool,
 }
 
-extern "C" fn exit_at_once(_: *mut libc::c_void) -> libc::c_int {
-    0
+/// The `clone` syscall for a thread that calls `exit(0)` at once, in the
+/// same instructions, touching no memory. (musl's `clone()` refuses
+/// CLONE_THREAD, and a thread made by a raw syscall from Rust would return
+/// into a Rust frame on a stack it does not own.) Returns what the parent
+/// gets: the new tid or `-errno`.
+///
+/// # Safety
+/// `ptid` and `ctid` must be valid for the kernel to write an i32 until the
+/// thread has exited; `stack` must be the top of memory that stays valid as
+/// long (the kernel switches to it; nothing is pushed on it).
+#[cfg(target_arch = "x86_64")]
+unsafe fn clone_exiting(
+    flags: libc::c_ulong,
+    stack: *mut libc::c_void,
+    ptid: *mut i32,
+    ctid: *mut i32,
+) -> libc::c_long {
+    let ret: libc::c_long;
+    // SAFETY: as the caller guarantees; x86_64 clone takes (flags, stack,
+    // parent_tid, child_tid, tls). The child branch exits before it reads
+    // or writes any register or memory the compiler knows of.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "mov eax, {exit}",
+            "xor edi, edi",
+            "syscall",
+            "ud2",
+            "2:",
+            exit = const libc::SYS_exit,
+            inlateout("rax") libc::SYS_clone => ret,
+            in("rdi") flags,
+            in("rsi") stack,
+            in("rdx") ptid,
+            in("r10") ctid,
+            in("r8") 0usize,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// As the x86_64 version; aarch64 clone takes (flags, stack, parent_tid,
+/// tls, child_tid).
+///
+/// # Safety
+/// As the x86_64 version.
+#[cfg(target_arch = "aarch64")]
+unsafe fn clone_exiting(
+    flags: libc::c_ulong,
+    stack: *mut libc::c_void,
+    ptid: *mut i32,
+    ctid: *mut i32,
+) -> libc::c_long {
+    let ret: libc::c_long;
+    // SAFETY: as the caller guarantees; the child branch exits before it
+    // reads or writes any register or memory the compiler knows of.
+    unsafe {
+        std::arch::asm!(
+            "svc 0",
+            "cbnz x0, 2f",
+            "mov x8, {exit}",
+            "mov x0, xzr",
+            "svc 0",
+            "brk 0",
+            "2:",
+            exit = const libc::SYS_exit,
+            in("x8") libc::SYS_clone,
+            inlateout("x0") flags as libc::c_long => ret,
+            in("x1") stack,
+            in("x2") ptid,
+            in("x3") 0usize,
+            in("x4") ctid,
+            options(nostack),
+        );
+    }
+    ret
 }
 
 impl<'a> ExitingThread<'a> {
@@ -222,25 +410,22 @@ impl<'a> ExitingThread<'a> {
         tid.store(-1, Ordering::SeqCst);
         // Stacks grow down on x86_64 and aarch64: pass the 16-byte aligned top.
         let top = (stack.as_mut_ptr() as usize + stack.len()) & !15;
-        // SAFETY: the new thread runs `exit_at_once`, which touches no memory
-        // but its own frame on `stack`; `stack` and `tid` are borrowed by the
-        // returned handle, which is joined (explicitly or on drop) before
-        // the borrows end, so both outlive the thread's use of them. The
-        // kernel writes the tid to `tid` (PARENT_SETTID) and zeroes it at
-        // exit (CHILD_CLEARTID); `tid` is an AtomicI32, valid for both.
+        // SAFETY: the new thread exits at once (`clone_exiting`) without
+        // touching memory; `stack` and `tid` are borrowed by the returned
+        // handle, which is joined (explicitly or on drop) before the borrows
+        // end, so both outlive the thread. The kernel writes the tid to
+        // `tid` (PARENT_SETTID) and zeroes it at exit (CHILD_CLEARTID);
+        // `tid` is an AtomicI32, valid for both.
         let ret = unsafe {
-            libc::clone(
-                exit_at_once,
+            clone_exiting(
+                FLAGS as libc::c_ulong,
                 top as *mut libc::c_void,
-                FLAGS,
-                std::ptr::null_mut(),
                 tid.as_ptr(),
-                std::ptr::null_mut::<libc::c_void>(),
                 tid.as_ptr(),
             )
         };
         if ret < 0 {
-            return Err(io::Error::last_os_error());
+            return Err(io::Error::from_raw_os_error(-ret as i32));
         }
         Ok(ExitingThread {
             tid,
@@ -316,6 +501,66 @@ pub fn sigwait(set: &libc::sigset_t) -> io::Result<libc::c_int> {
 /// The C entry point (see main.rs: no Rust runtime start-up).
 #[cfg(not(test))]
 #[unsafe(no_mangle)]
-pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    crate::entry()
+pub extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc::c_int {
+    use std::os::unix::ffi::OsStrExt;
+    let count = usize::try_from(argc).unwrap_or(0);
+    let mut args = Vec::with_capacity(count);
+    for i in 0..count {
+        // SAFETY: the C runtime passes `argc` valid pointers in `argv`, each
+        // to a NUL-terminated string that lives, unchanged by us, until exit.
+        let arg = unsafe { std::ffi::CStr::from_ptr(*argv.add(i)) };
+        args.push(std::ffi::OsStr::from_bytes(arg.to_bytes()).to_os_string());
+    }
+    crate::entry(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the search with a fake exec answering from `answers` in turn;
+    /// returns the candidates tried and the error reported.
+    fn run(path: &str, file: &CStr, answers: &[Errno]) -> (Vec<String>, Errno) {
+        let mut tried = Vec::new();
+        let mut next = answers.iter();
+        let err = search(path.as_bytes(), file, |c| {
+            tried.push(c.to_string_lossy().into_owned());
+            *next.next().unwrap_or(&Errno::ENOENT)
+        });
+        (tried, err)
+    }
+
+    #[test]
+    fn a_name_with_a_slash_is_run_as_is() {
+        assert_eq!(
+            run("/bin", c"./x", &[Errno::EACCES]),
+            (vec!["./x".to_string()], Errno::EACCES)
+        );
+    }
+
+    #[test]
+    fn every_entry_is_tried_and_an_empty_one_is_the_working_directory() {
+        let (tried, err) = run("/a::/b", c"x", &[]);
+        assert_eq!(tried, ["/a/x", "x", "/b/x"]);
+        assert_eq!(err, Errno::ENOENT);
+    }
+
+    #[test]
+    fn eacces_is_remembered_and_other_errors_stop_the_search() {
+        let (tried, err) = run("/a:/b:/c", c"x", &[Errno::EACCES, Errno::ENOTDIR]);
+        assert_eq!((tried.len(), err), (3, Errno::EACCES));
+        let (tried, err) = run("/a:/b:/c", c"x", &[Errno::ENOENT, Errno::E2BIG]);
+        assert_eq!(tried, ["/a/x", "/b/x"]);
+        assert_eq!(err, Errno::E2BIG);
+    }
+
+    #[test]
+    fn names_and_entries_too_long_are_refused_or_skipped() {
+        assert_eq!(run("/a", c"", &[]), (vec![], Errno::ENOENT));
+        let long = CString::new("n".repeat(NAME_MAX + 1)).unwrap();
+        assert_eq!(run("/a", &long, &[]), (vec![], Errno::ENAMETOOLONG));
+        let dir = format!("/{}", "d".repeat(PATH_MAX));
+        let (tried, _) = run(&format!("{dir}:/b"), c"x", &[]);
+        assert_eq!(tried, ["/b/x"]);
+    }
 }

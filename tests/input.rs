@@ -6,6 +6,7 @@ mod common;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
 
 use common::{helper, matrix, status_field, stderr, stdout};
@@ -110,6 +111,59 @@ fn a_long_argument_list_reaches_a_script_without_shebang() {
             stderr(&out)
         );
         assert_eq!(stdout(&out), format!("ran {n}\n"), "{place:?} {user:?}");
+    }
+}
+
+#[test]
+fn the_path_search_finds_scripts_and_reports_like_glibc() {
+    // The search is the helper's own (musl's execvp neither runs a file
+    // without `#!` through /bin/sh nor defaults PATH to /bin:/usr/bin).
+    let script = common::fixture().script("found-on-path", "echo found $1\n");
+    let dir = script.parent().unwrap().to_string_lossy().into_owned();
+    let unreadable = common::fixture().dir.join("unreadable-dir");
+    std::fs::create_dir_all(&unreadable).unwrap();
+    std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (place, user) in matrix() {
+        let path = format!("/nonexistent:{dir}");
+        let out = helper(place, user, &[("PATH", &path)], &["found-on-path", "x"]);
+        assert_eq!(
+            stdout(&out),
+            "found x\n",
+            "{place:?} {user:?}: {}",
+            stderr(&out)
+        );
+        // Not found anywhere: 127 and ENOENT.
+        let out = helper(place, user, &[("PATH", "/nonexistent")], &["found-on-path"]);
+        assert_eq!(out.status.code(), Some(127), "{place:?} {user:?}");
+        assert!(
+            stderr(&out).contains("No such file or directory"),
+            "{}",
+            stderr(&out)
+        );
+        // PATH unset: /bin:/usr/bin, as glibc.
+        let mut cmd = common::command(place, user, &[], &common::fixture().helper, &["true"]);
+        cmd.env_remove("PATH");
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{place:?} {user:?}: {}",
+            stderr(&out)
+        );
+    }
+    // A directory the user cannot search: EACCES is remembered and
+    // reported (126) when nothing else is found.
+    // (Only a root test run has both the folder's owner and another uid.)
+    if common::is_root() {
+        let path = format!("{}:/nonexistent", unreadable.display());
+        let user = common::User::Unprivileged;
+        let out = helper(common::Place::Host, user, &[("PATH", &path)], &["x"]);
+        assert_eq!(out.status.code(), Some(126), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("Permission denied"),
+            "{}",
+            stderr(&out)
+        );
     }
 }
 
