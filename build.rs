@@ -11,6 +11,10 @@
 //! * namespaces filter: `clone3` answers ENOSYS (libc then falls back to
 //!   `clone`, whose flags the filter can read).
 //!
+//! The observe filter answers SECCOMP_RET_USER_NOTIF, an action seccompiler
+//! does not have: it is compiled with TRACE(0) and each `ret TRACE` is
+//! rewritten; the build checks that exactly the match returns were.
+//!
 //! The build fails rather than ship a filter that is empty, too long, or
 //! whose layout is not the one this splice expects.
 
@@ -34,6 +38,8 @@ const BPF_JMP_JSET_K: u16 = 0x45;
 const BPF_RET_K: u16 = 0x06;
 const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+const SECCOMP_RET_TRACE: u32 = 0x7ff0_0000;
+const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
 const SECCOMP_DATA_NR_OFFSET: u32 = 0;
 const SECCOMP_DATA_ARCH_OFFSET: u32 = 4;
 const BPF_MAXINSNS: usize = 4096;
@@ -84,13 +90,12 @@ fn compile(arch: Arch, set: Set) -> Result<BpfProgram, String> {
     if map.contains_key(&i64::from(rules::CLONE3)) {
         return Err("clone3 must not be an EPERM rule: it answers ENOSYS".into());
     }
-    let filter = SeccompFilter::new(
-        map,
-        SeccompAction::Allow,
-        SeccompAction::Errno(rules::EPERM),
-        target(arch),
-    )
-    .map_err(|e| e.to_string())?;
+    let matched = match set {
+        Set::Observe => SeccompAction::Trace(0),
+        Set::Unix | Set::Namespaces => SeccompAction::Errno(rules::EPERM),
+    };
+    let filter = SeccompFilter::new(map, SeccompAction::Allow, matched, target(arch))
+        .map_err(|e| e.to_string())?;
     let mut prog: BpfProgram = filter
         .try_into()
         .map_err(|e: seccompiler::BackendError| e.to_string())?;
@@ -125,9 +130,26 @@ fn compile(arch: Arch, set: Set) -> Result<BpfProgram, String> {
             jump(BPF_JMP_JEQ_K, rules::CLONE3, 0, 1),
             stmt(BPF_RET_K, SECCOMP_RET_ERRNO | rules::ENOSYS),
         ],
-        (Arch::Aarch64, Set::Unix) => Vec::new(),
+        (Arch::Aarch64, Set::Unix) | (_, Set::Observe) => Vec::new(),
     };
     prog.splice(4..4, splice);
+
+    let traces = prog
+        .iter()
+        .filter(|i| i.code == BPF_RET_K && i.k == SECCOMP_RET_TRACE)
+        .count();
+    if set == Set::Observe {
+        if traces == 0 {
+            return Err("observe filter has no match return".into());
+        }
+        for insn in prog.iter_mut() {
+            if insn.code == BPF_RET_K && insn.k == SECCOMP_RET_TRACE {
+                insn.k = SECCOMP_RET_USER_NOTIF;
+            }
+        }
+    } else if traces != 0 {
+        return Err("a TRACE return in a refusing filter".into());
+    }
 
     if prog.is_empty() || prog.len() > BPF_MAXINSNS {
         return Err(format!("program length {} out of range", prog.len()));

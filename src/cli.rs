@@ -26,13 +26,15 @@ pub const SCRUBBED: [&str; 4] = [
 ];
 
 /// Words printed for `SRT_HELPER_FEATURES=1`, one a line.
-pub const FEATURES: [&str; 3] = [
+pub const FEATURES: [&str; 4] = [
     // max_user_namespaces set to 0 in the namespace the helper made.
     "userns-limit",
     // Thread-count wait and bounded EINVAL retry around the user namespace unshare.
     "race-free",
     // socketpair(AF_UNIX, SOCK_DGRAM or SOCK_RAW) refused.
     "strict-socketpair",
+    // SRT_OBSERVE_SOCK: write-intent calls reported (observe.rs).
+    "observe",
 ];
 
 /// The environment variables the helper reads.
@@ -41,6 +43,8 @@ pub struct Env {
     pub allow_nested_userns: Option<OsString>,
     pub debug: Option<OsString>,
     pub helper_features: Option<OsString>,
+    pub observe_sock: Option<OsString>,
+    pub encoded_cmd: Option<OsString>,
 }
 
 impl Env {
@@ -54,6 +58,8 @@ impl Env {
             allow_nested_userns: std::env::var_os("SRT_ALLOW_NESTED_USERNS"),
             debug: std::env::var_os("SRT_DEBUG"),
             helper_features: std::env::var_os("SRT_HELPER_FEATURES"),
+            observe_sock: std::env::var_os("SRT_OBSERVE_SOCK"),
+            encoded_cmd: std::env::var_os("SRT_ENCODED_CMD"),
         }
     }
 }
@@ -66,6 +72,18 @@ pub struct RunConfig {
     pub allow_nested_userns: bool,
     /// `SRT_DEBUG` is set and non-empty.
     pub debug: bool,
+    /// `SRT_OBSERVE_SOCK`, when set and non-empty: report write-intent
+    /// calls to this socket.
+    pub observe: Option<Observe>,
+}
+
+/// Where and how to report observed calls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observe {
+    pub socket: OsString,
+    /// `SRT_ENCODED_CMD`, when set and non-empty: sent first, and with
+    /// every line.
+    pub encoded_cmd: Option<OsString>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,6 +135,14 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         argv: rest.to_vec(),
         allow_nested_userns: is(&env.allow_nested_userns, "1"),
         debug: env.debug_enabled(),
+        observe: env
+            .observe_sock
+            .clone()
+            .filter(|s| !s.is_empty())
+            .map(|socket| Observe {
+                socket,
+                encoded_cmd: env.encoded_cmd.clone().filter(|s| !s.is_empty()),
+            }),
     }))
 }
 
@@ -229,6 +255,31 @@ mod tests {
         };
         assert!(run(&["true"], &env("1")).debug);
         assert!(!run(&["true"], &env("")).debug);
+    }
+
+    #[test]
+    fn observation_needs_a_non_empty_socket() {
+        let env = |sock: Option<&str>, cmd: Option<&str>| Env {
+            observe_sock: sock.map(Into::into),
+            encoded_cmd: cmd.map(Into::into),
+            ..Env::default()
+        };
+        assert_eq!(run(&["true"], &env(None, Some("x"))).observe, None);
+        assert_eq!(run(&["true"], &env(Some(""), Some("x"))).observe, None);
+        assert_eq!(
+            run(&["true"], &env(Some("/s"), Some(""))).observe,
+            Some(Observe {
+                socket: "/s".into(),
+                encoded_cmd: None
+            })
+        );
+        assert_eq!(
+            run(&["true"], &env(Some("/s"), Some("e30="))).observe,
+            Some(Observe {
+                socket: "/s".into(),
+                encoded_cmd: Some("e30=".into())
+            })
+        );
     }
 
     #[test]

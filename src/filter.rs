@@ -1,10 +1,13 @@
-//! The two seccomp programs, compiled by `build.rs` from `filter/rules.rs`
-//! for the target architecture, embedded, and validated at startup.
+//! The seccomp programs, compiled by `build.rs` from `filter/rules.rs` for
+//! the target architecture, embedded, and validated at startup.
 
 use crate::error::Error;
 
 #[cfg(test)]
 mod interp;
+/// The rule data; at run time only the observe table is read (observe.rs).
+#[allow(dead_code)]
+pub mod rules;
 #[cfg(test)]
 mod tests;
 
@@ -21,14 +24,28 @@ macro_rules! embed {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn embedded_bytes() -> (&'static [u8], &'static [u8]) {
-    (embed!("x86_64-unix.bpf"), embed!("x86_64-namespaces.bpf"))
+fn embedded_bytes() -> [&'static [u8]; 3] {
+    [
+        embed!("x86_64-unix.bpf"),
+        embed!("x86_64-namespaces.bpf"),
+        embed!("x86_64-observe.bpf"),
+    ]
 }
 
 #[cfg(target_arch = "aarch64")]
-fn embedded_bytes() -> (&'static [u8], &'static [u8]) {
-    (embed!("aarch64-unix.bpf"), embed!("aarch64-namespaces.bpf"))
+fn embedded_bytes() -> [&'static [u8]; 3] {
+    [
+        embed!("aarch64-unix.bpf"),
+        embed!("aarch64-namespaces.bpf"),
+        embed!("aarch64-observe.bpf"),
+    ]
 }
+
+/// The architecture this binary runs on, for the observe table.
+#[cfg(target_arch = "x86_64")]
+pub const ARCH: rules::Arch = rules::Arch::X86_64;
+#[cfg(target_arch = "aarch64")]
+pub const ARCH: rules::Arch = rules::Arch::Aarch64;
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("apply-seccomp has filters for x86_64 and aarch64 only");
@@ -67,16 +84,21 @@ pub struct Filters {
     pub unix: Program,
     /// `None` when nesting is allowed (`SRT_ALLOW_NESTED_USERNS=1`).
     pub namespaces: Option<Program>,
+    /// The USER_NOTIF filter for write-intent calls, installed only when
+    /// the run is observed (`SRT_OBSERVE_SOCK`).
+    pub observe: Program,
 }
 
 /// Validates the embedded programs and picks those to install.
 pub fn filters(allow_nested_userns: bool) -> Result<Filters, Error> {
-    let (unix, namespaces) = embedded_bytes();
+    let [unix, namespaces, observe] = embedded_bytes();
     let unix = Program::new(unix).map_err(|e| Error::Filter(format!("unix: {e}")))?;
     let namespaces =
         Program::new(namespaces).map_err(|e| Error::Filter(format!("namespaces: {e}")))?;
+    let observe = Program::new(observe).map_err(|e| Error::Filter(format!("observe: {e}")))?;
     Ok(Filters {
         unix,
         namespaces: (!allow_nested_userns).then_some(namespaces),
+        observe,
     })
 }

@@ -18,6 +18,7 @@
 mod cli;
 mod error;
 mod filter;
+mod observe;
 mod race;
 mod shim;
 mod supervise;
@@ -152,6 +153,18 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     let filters = filter::filters(cfg.allow_nested_userns)?;
     let exec = sys::ExecArgs::new(&cfg.argv)
         .ok_or_else(|| Error::Usage("an argument contains a NUL byte".into()))?;
+    // First: the unix filter will refuse the socket, and `/proc` must be the
+    // caller's. Fail-open: the command runs on, unobserved.
+    let mut observer = match &cfg.observe {
+        Some(o) => match observe::Observer::connect(o) {
+            Ok(obs) => Some(obs),
+            Err(text) => {
+                eprintln!("{}", observe::init_error_line(&text));
+                None
+            }
+        },
+        None => None,
+    };
     // Before anything is forked, so no process of the tree carries them and
     // the worker needs no allocation to drop them.
     for name in cli::SCRUBBED {
@@ -205,11 +218,25 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             if limit_userns { "yes" } else { "no" }
         )
     });
-    let outcome = supervise::run(&supervise::Plan {
-        exec: &exec,
-        filters,
-        limit_userns,
-    })?;
+    let outcome = supervise::run(
+        &supervise::Plan {
+            exec: &exec,
+            filters,
+            limit_userns,
+        },
+        observer.as_mut(),
+    )?;
+    for text in &outcome.observe_errors {
+        eprintln!("{}", observe::init_error_line(text));
+    }
+    if let Some(obs) = &observer {
+        debug(cfg.debug, || {
+            format!(
+                "observed: {} lines reported, {} dropped",
+                obs.reported, obs.dropped
+            )
+        });
+    }
     for report in &outcome.reports {
         print_report(cfg, report);
     }

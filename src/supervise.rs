@@ -37,12 +37,14 @@ use nix::mount::{MsFlags, mount};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::error::{EXIT_SETUP, Error, Step};
 use crate::filter::Filters;
+use crate::observe::Observer;
 use crate::sys::{self, ExecArgs, Forked};
 use crate::worker;
 
@@ -124,6 +126,9 @@ pub struct Outcome {
     /// The helper's exit status: the command's, or 125/126/127.
     pub status: i32,
     pub reports: Vec<Report>,
+    /// Observation failures found during the run (the command ran on,
+    /// unobserved), as `observe_init_error` texts.
+    pub observe_errors: Vec<String>,
 }
 
 /// The inner end of the control channel, as seen by init and the worker.
@@ -160,7 +165,9 @@ fn signal_set() -> SigSet {
 }
 
 /// Builds the tree and supervises it; returns once the command is done.
-pub fn run(plan: &Plan) -> Result<Outcome, Error> {
+/// With an `observer`, the worker installs the observe filter and the stub
+/// serves its notifications.
+pub fn run(plan: &Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, Error> {
     let set = signal_set();
     // An inherited SIG_IGN for SIGCHLD would make the kernel reap for us.
     sys::set_default_disposition(libc::SIGCHLD).map_err(|e| Error::setup(Step::Signals, e))?;
@@ -176,6 +183,25 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
         SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
     )
     .map_err(|e| Error::setup(Step::ControlChannel, e))?;
+    // The worker passes the observe filter's listener over this one.
+    // Fail-open: without it the run goes on unobserved.
+    let mut observe_errors = Vec::new();
+    let listener_pair = match observer {
+        Some(_) => match socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        ) {
+            Ok(pair) => Some(pair),
+            Err(e) => {
+                observe_errors.push(format!("socketpair: {}", e.desc()));
+                observer = None;
+                None
+            }
+        },
+        None => None,
+    };
     // The stub stays outside the command's PID namespace but shares its
     // user namespace (and, for a root caller, its capabilities there). Where
     // the fresh /proc is refused (under bubblewrap's --proc) the command can
@@ -193,10 +219,18 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
     match sys::fork().map_err(|e| Error::setup(Step::Fork, e))? {
         Forked::Child => {
             drop(ours);
-            inner_init(plan, &set, &original, theirs)
+            let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
+                drop(stub_end);
+                inner_end
+            });
+            inner_init(plan, &set, &original, theirs, listener_chan)
         }
         Forked::Parent(child) => {
             drop(theirs);
+            let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
+                drop(inner_end);
+                stub_end
+            });
             let child = Pid::from_raw(child);
             // The stub needs none of what the filters refuse; filtered, it is
             // no way around them even if the command got hold of it.
@@ -209,10 +243,15 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
                 let _ = waitpid(child, None);
                 return Err(Error::setup(Step::StubFilters, e));
             }
-            let status = supervise(child, &set).map_err(|e| Error::setup(Step::Wait, e))?;
+            let status = match (observer, listener_chan) {
+                (Some(obs), Some(chan)) => serve(child, &set, obs, chan, &mut observe_errors),
+                _ => supervise(child, &set),
+            }
+            .map_err(|e| Error::setup(Step::Wait, e))?;
             Ok(Outcome {
                 status,
                 reports: read_reports(&ours),
+                observe_errors,
             })
         }
     }
@@ -223,23 +262,108 @@ pub fn run(plan: &Plan) -> Result<Outcome, Error> {
 fn supervise(child: Pid, set: &SigSet) -> Result<i32, Errno> {
     loop {
         let sig = sys::sigwait(set.as_ref()).map_err(|e| crate::error::errno(&e))?;
-        if sig != libc::SIGCHLD {
-            // ESRCH: the child is already gone; its SIGCHLD is pending.
-            if let Ok(sig) = Signal::try_from(sig) {
-                let _ = kill(child, sig);
-            }
-            continue;
+        if let Some(status) = on_signal(child, sig)? {
+            return Ok(status);
         }
-        loop {
-            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) if pid == child => return Ok(code),
-                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
-                    return Ok(128 + sig as i32);
+    }
+}
+
+/// Forwards `sig` to `child`, or for SIGCHLD reaps what has exited;
+/// `Some(status)` once `child` has.
+fn on_signal(child: Pid, sig: libc::c_int) -> Result<Option<i32>, Errno> {
+    if sig != libc::SIGCHLD {
+        // ESRCH: the child is already gone; its SIGCHLD is pending.
+        if let Ok(sig) = Signal::try_from(sig) {
+            let _ = kill(child, sig);
+        }
+        return Ok(None);
+    }
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == child => return Ok(Some(code)),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
+                return Ok(Some(128 + sig as i32));
+            }
+            Ok(WaitStatus::StillAlive) => return Ok(None),
+            Ok(_) => continue,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// [`supervise`] for an observed run: also takes the observe filter's
+/// listener from the worker and serves its notifications, and writes the
+/// queued lines as the socket takes them. Signals arrive through a
+/// signalfd (they stay blocked), so one poll waits for everything.
+/// Observation failures go to `errors` and end only the observation.
+fn serve(
+    child: Pid,
+    set: &SigSet,
+    obs: &mut Observer,
+    chan: OwnedFd,
+    errors: &mut Vec<String>,
+) -> Result<i32, Errno> {
+    let signals = SignalFd::with_flags(set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
+    let mut chan = Some(chan);
+    let mut listener: Option<OwnedFd> = None;
+    loop {
+        let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+        let chan_at = chan.as_ref().map(|c| {
+            fds.push(PollFd::new(c.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let listener_at = listener.as_ref().map(|l| {
+            fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        if obs.pending() {
+            fds.push(PollFd::new(obs.socket(), PollFlags::POLLOUT));
+        }
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+        let ready: Vec<PollFlags> = fds
+            .iter()
+            .map(|f| f.revents().unwrap_or(PollFlags::empty()))
+            .collect();
+        drop(fds);
+        if let Some(at) = chan_at.filter(|&at| !ready[at].is_empty()) {
+            if let Some(c) = chan.take() {
+                match sys::recv_fd(c.as_fd()) {
+                    Ok(Some((0, Some(fd)))) => listener = Some(fd),
+                    Ok(Some((errno, _))) => {
+                        let text = format!("seccomp listener: {}", Errno::from_raw(errno).desc());
+                        obs.init_error(&text);
+                        errors.push(text);
+                    }
+                    // EOF: init and the worker ended before sending.
+                    _ => {}
                 }
-                Ok(WaitStatus::StillAlive) => break,
-                Ok(_) => continue,
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
+                // One message at most: the channel is done either way.
+                let _ = at;
+            }
+        }
+        if let Some(at) = listener_at {
+            if ready[at].contains(PollFlags::POLLIN) {
+                if let Some(l) = &listener {
+                    obs.handle(l.as_fd());
+                }
+            } else if ready[at]
+                .intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
+            {
+                // No process is left under the filter.
+                listener = None;
+            }
+        }
+        obs.flush();
+        if !ready[0].is_empty() {
+            while let Some(info) = signals.read_signal()? {
+                if let Some(status) = on_signal(child, info.ssi_signo as libc::c_int)? {
+                    obs.flush();
+                    return Ok(status);
+                }
             }
         }
     }
@@ -262,7 +386,13 @@ fn read_reports(ours: &OwnedFd) -> Vec<Report> {
 }
 
 /// PID 1 of the new PID namespace. Never returns.
-fn inner_init(plan: &Plan, set: &SigSet, original: &SigSet, chan_fd: OwnedFd) -> ! {
+fn inner_init(
+    plan: &Plan,
+    set: &SigSet,
+    original: &SigSet,
+    chan_fd: OwnedFd,
+    listener_chan: Option<OwnedFd>,
+) -> ! {
     // `chan_fd` lives until this process exits (this function never
     // returns); close-on-exec, the worker holds it until its exec.
     let chan = Channel(chan_fd.as_fd());
@@ -314,7 +444,12 @@ fn inner_init(plan: &Plan, set: &SigSet, original: &SigSet, chan_fd: OwnedFd) ->
     }
     match sys::fork() {
         Err(e) => chan.fail(Step::ForkWorker, crate::error::errno(&e)),
-        Ok(Forked::Child) => worker::run(plan, original, chan),
+        Ok(Forked::Child) => worker::run(
+            plan,
+            original,
+            chan,
+            listener_chan.as_ref().map(|c| c.as_fd()),
+        ),
         Ok(Forked::Parent(pid)) => match supervise(Pid::from_raw(pid), set) {
             Ok(status) => sys::exit_now(status),
             Err(e) => chan.fail(Step::Wait, e),

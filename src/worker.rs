@@ -1,12 +1,16 @@
 //! The worker, PID 2: the last steps before the command.
 //!
 //! Runs between fork and exec: no allocation, no formatting, no panics.
-//! Calls made: sigprocmask, seccomp (the namespaces filter, unless nesting
-//! is allowed), execve (through execvp's PATH search), and on failure a
-//! send of one report and `_exit`. no_new_privs and the unix filter were
+//! Calls made: sigprocmask, seccomp (the observe filter when the run is
+//! observed, whose listener goes to the stub with one sendmsg and is then
+//! closed; the namespaces filter, unless nesting is allowed), execve
+//! (through execvp's PATH search), and on failure a send of one report and
+//! `_exit`. no_new_privs and the unix filter were
 //! set in the stub before the first fork and are inherited, as is the
 //! scrubbed environment (main.rs); inherited file descriptors are left
 //! alone.
+
+use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 
@@ -14,9 +18,27 @@ use crate::error::{Step, errno, exec_exit_code};
 use crate::supervise::{Channel, Kind, Plan};
 use crate::sys;
 
-pub fn run(plan: &Plan, original_mask: &SigSet, chan: Channel) -> ! {
+pub fn run(
+    plan: &Plan,
+    original_mask: &SigSet,
+    chan: Channel,
+    listener_chan: Option<BorrowedFd>,
+) -> ! {
     if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(original_mask), None) {
         chan.fail(Step::Signals, e);
+    }
+    // Observed runs: the observe filter, its listener to the stub (then
+    // closed here: the command must not hold it). Fail-open: on any error
+    // the stub is told the errno and the command runs unobserved.
+    if let Some(to_stub) = listener_chan {
+        match sys::install_filter_listener(plan.filters.observe.bytes()) {
+            Ok(listener) => {
+                let _ = sys::send_fd(to_stub, 0, Some(listener.as_fd()));
+            }
+            Err(e) => {
+                let _ = sys::send_fd(to_stub, errno(&e) as i32, None);
+            }
+        }
     }
     if let Some(ns) = plan.filters.namespaces {
         if let Err(e) = sys::install_filter(ns.bytes()) {

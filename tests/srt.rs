@@ -280,3 +280,61 @@ fn denied_paths_stay_untouched() {
         }
     }
 }
+
+/// The library's own violation monitor (`initialize(config, undefined,
+/// true)`): it listens on a socket, passes it to our helper as
+/// SRT_OBSERVE_SOCK, and records the write attempts its policy denies.
+#[test]
+fn the_library_violation_monitor_receives_our_events() {
+    let Some(c) = client() else { return };
+    let index = c
+        .prefix
+        .join("node_modules/@anthropic-ai/sandbox-runtime/dist/index.js");
+    for user in users() {
+        let work = work_dir(user, "monitor");
+        let js = work.join("monitor.mjs");
+        std::fs::write(
+            &js,
+            format!(
+                "import {{ SandboxManager }} from '{}';\n\
+                 import {{ spawn }} from 'node:child_process';\n\
+                 const sleep = ms => new Promise(r => setTimeout(r, ms));\n\
+                 await SandboxManager.initialize(JSON.parse(process.argv[2]), undefined, true);\n\
+                 await sleep(300);\n\
+                 const wrapped = await SandboxManager.wrapWithSandbox(process.argv[3]);\n\
+                 const child = spawn(wrapped, {{ shell: true, stdio: ['ignore', 'inherit', 'inherit'] }});\n\
+                 await new Promise(done => child.on('exit', done));\n\
+                 await sleep(500);\n\
+                 for (const v of SandboxManager.getSandboxViolationStore().getViolations())\n\
+                   console.log('VIOLATION ' + v.line);\n\
+                 await SandboxManager.reset();\n\
+                 process.exit(0);\n",
+                index.display()
+            ),
+        )
+        .unwrap();
+        let mut cmd = Command::new("node");
+        cmd.arg(&js)
+            .arg(settings(&work, false))
+            .arg("echo changed > protected.txt; echo fine > scratch.txt; cat protected.txt");
+        let out = run_as(user, &work, cmd);
+        let what = format!("library monitor as {user:?}");
+        ours_ran(&out, &what);
+        let text = stdout(&out);
+        let protected = work.join("protected.txt");
+        assert!(
+            text.lines()
+                .any(|l| l == format!("VIOLATION deny openat {}", protected.display())),
+            "{what}: {text}\n{}",
+            stderr(&out)
+        );
+        // The allowed write is not a violation; the file kept its text.
+        assert!(!text.contains("scratch.txt"), "{what}: {text}");
+        assert!(text.contains("original"), "{what}: {text}");
+        assert!(
+            stderr(&out).contains("apply-seccomp: observed: "),
+            "{what}: {}",
+            stderr(&out)
+        );
+    }
+}

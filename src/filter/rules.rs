@@ -28,23 +28,165 @@ impl Arch {
     }
 }
 
-/// Which of the two stacked filters.
+/// Which of the stacked filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Set {
     /// THREATS rows 1-9: Unix/vsock sockets, DGRAM socketpairs, io_uring.
     Unix,
     /// THREATS rows 10-13: new user/mount namespaces and mount-type calls.
     Namespaces,
+    /// Only with `SRT_OBSERVE_SOCK`: write-intent filesystem calls, answered
+    /// with SECCOMP_RET_USER_NOTIF (the stub lets each one continue, then
+    /// reports it). Never refuses anything.
+    Observe,
 }
 
 impl Set {
-    pub const ALL: [Set; 2] = [Set::Unix, Set::Namespaces];
+    pub const ALL: [Set; 3] = [Set::Unix, Set::Namespaces, Set::Observe];
 
     pub fn name(self) -> &'static str {
         match self {
             Set::Unix => "unix",
             Set::Namespaces => "namespaces",
+            Set::Observe => "observe",
         }
+    }
+}
+
+/// Where a path argument is: `path` is the index of the pointer, `dirfd`
+/// that of the directory it is relative to (`None`: the working directory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathArg {
+    pub dirfd: Option<u8>,
+    pub path: u8,
+}
+
+/// One observed syscall.
+#[derive(Clone, Copy, Debug)]
+pub struct Observed {
+    pub nr: u32,
+    pub name: &'static str,
+    /// Observed only when this argument has a write-intent open flag
+    /// (`OPEN_WRITE_FLAGS`); `None`: always.
+    pub flags: Option<u8>,
+    /// The paths it writes: one report line each.
+    pub paths: &'static [PathArg],
+}
+
+/// O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND (the same on both
+/// architectures).
+pub const OPEN_WRITE_FLAGS: [u32; 5] = [0o1, 0o2, 0o100, 0o1000, 0o2000];
+
+const AT0: &[PathArg] = &[PathArg {
+    dirfd: Some(0),
+    path: 1,
+}];
+const CWD0: &[PathArg] = &[PathArg {
+    dirfd: None,
+    path: 0,
+}];
+/// linkat/renameat: (olddirfd, oldpath, newdirfd, newpath).
+const AT_TWO: &[PathArg] = &[
+    PathArg {
+        dirfd: Some(0),
+        path: 1,
+    },
+    PathArg {
+        dirfd: Some(2),
+        path: 3,
+    },
+];
+const CWD_TWO: &[PathArg] = &[
+    PathArg {
+        dirfd: None,
+        path: 0,
+    },
+    PathArg {
+        dirfd: None,
+        path: 1,
+    },
+];
+/// symlinkat(target, newdirfd, linkpath): only the link is written.
+const SYMLINKAT: &[PathArg] = &[PathArg {
+    dirfd: Some(1),
+    path: 2,
+}];
+/// symlink(target, linkpath).
+const SYMLINK: &[PathArg] = &[PathArg {
+    dirfd: None,
+    path: 1,
+}];
+
+const fn obs(nr: u32, name: &'static str, paths: &'static [PathArg]) -> Observed {
+    Observed {
+        nr,
+        name,
+        flags: None,
+        paths,
+    }
+}
+
+/// The write-intent calls the observe filter reports (the legacy
+/// path-only forms exist on x86_64 only).
+pub fn observed(arch: Arch) -> Vec<Observed> {
+    let open_at = |nr| Observed {
+        nr,
+        name: "openat",
+        flags: Some(2),
+        paths: AT0,
+    };
+    match arch {
+        Arch::X86_64 => vec![
+            open_at(257),
+            Observed {
+                nr: 2,
+                name: "open",
+                flags: Some(1),
+                paths: CWD0,
+            },
+            obs(437, "openat2", AT0),
+            obs(85, "creat", CWD0),
+            obs(263, "unlinkat", AT0),
+            obs(87, "unlink", CWD0),
+            obs(84, "rmdir", CWD0),
+            obs(258, "mkdirat", AT0),
+            obs(83, "mkdir", CWD0),
+            obs(259, "mknodat", AT0),
+            obs(133, "mknod", CWD0),
+            obs(266, "symlinkat", SYMLINKAT),
+            obs(88, "symlink", SYMLINK),
+            obs(265, "linkat", AT_TWO),
+            obs(86, "link", CWD_TWO),
+            obs(264, "renameat", AT_TWO),
+            obs(316, "renameat2", AT_TWO),
+            obs(82, "rename", CWD_TWO),
+            obs(268, "fchmodat", AT0),
+            obs(452, "fchmodat2", AT0),
+            obs(90, "chmod", CWD0),
+            obs(260, "fchownat", AT0),
+            obs(92, "chown", CWD0),
+            obs(94, "lchown", CWD0),
+            obs(280, "utimensat", AT0),
+            obs(132, "utime", CWD0),
+            obs(235, "utimes", CWD0),
+            obs(76, "truncate", CWD0),
+        ],
+        Arch::Aarch64 => vec![
+            open_at(56),
+            obs(437, "openat2", AT0),
+            obs(35, "unlinkat", AT0),
+            obs(34, "mkdirat", AT0),
+            obs(33, "mknodat", AT0),
+            obs(36, "symlinkat", SYMLINKAT),
+            obs(37, "linkat", AT_TWO),
+            obs(38, "renameat", AT_TWO),
+            obs(276, "renameat2", AT_TWO),
+            obs(53, "fchmodat", AT0),
+            obs(452, "fchmodat2", AT0),
+            obs(54, "fchownat", AT0),
+            obs(88, "utimensat", AT0),
+            obs(45, "truncate", CWD0),
+        ],
     }
 }
 
@@ -155,7 +297,8 @@ fn always(nr: u32) -> Rule {
     }
 }
 
-/// The rules answered with EPERM by the given filter. `clone3` (ENOSYS) and
+/// The rules that match in the given filter: answered with EPERM, or for
+/// the observe filter with USER_NOTIF. `clone3` (ENOSYS) and
 /// the x32 check are not expressible as seccompiler rules; `build.rs` adds
 /// them and documents where.
 pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
@@ -221,5 +364,17 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
                 always(OPEN_TREE_ATTR),
             ]
         }
+        Set::Observe => observed(arch)
+            .into_iter()
+            .map(|o| Rule {
+                nr: o.nr,
+                any_of: o.flags.map_or_else(Vec::new, |arg| {
+                    OPEN_WRITE_FLAGS
+                        .iter()
+                        .map(|&bit| vec![has_bits(arg, bit)])
+                        .collect()
+                }),
+            })
+            .collect(),
     }
 }

@@ -1,0 +1,283 @@
+//! Passive observation of write-intent calls (`SRT_OBSERVE_SOCK`), run by
+//! the outer stub, which is under no filter that stops it.
+//!
+//! Before anything else the stub connects to the client's socket (the unix
+//! filter would refuse the socket later) and opens a handle on `/proc` (init
+//! mounts a fresh one over it in the shared mount namespace; the handle
+//! keeps the caller's, where the pids the kernel reports to the stub live).
+//! The worker installs the observe filter (USER_NOTIF for the calls in
+//! `rules::observed`) and passes its listener over a socketpair. For each
+//! notification the stub reads the path arguments from the caller's memory,
+//! checks the notification is still pending (so the pid was not reused),
+//! lets the call continue unchanged, then queues one JSON line per path.
+//!
+//! Everything is fail-open: any failure here leaves the command running,
+//! unobserved, under its other filters. Sends never block: lines go to a
+//! bounded queue written with non-blocking sends, and a line that does not
+//! fit whole is dropped. The paths are read from the command's memory:
+//! attacker-controlled hints for diagnostics, never a policy decision.
+
+use std::ffi::OsString;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, open, readlinkat};
+use nix::sys::socket::{
+    AddressFamily, MsgFlags, SockFlag, SockType, UnixAddr, connect, send, socket,
+};
+use nix::sys::stat::Mode;
+
+use crate::cli;
+use crate::filter::{self, rules};
+use crate::sys;
+
+/// The queue bound: more than a burst of lines between two polls.
+const QUEUE_MAX: usize = 256 * 1024;
+/// The longest path read from the command's memory (PATH_MAX).
+const PATH_MAX: usize = 4096;
+/// `AT_FDCWD` as the low 32 bits of a syscall argument.
+const AT_FDCWD: i32 = -100;
+
+/// The `{"observe_init_error":...}` line for stderr and the socket.
+pub fn init_error_line(message: &str) -> String {
+    format!(
+        "{{\"observe_init_error\":{}}}",
+        json_string(message.as_bytes())
+    )
+}
+
+/// A JSON string literal of `bytes` (invalid UTF-8 becomes U+FFFD).
+pub fn json_string(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The connection to the client and the line queue.
+pub struct Observer {
+    sock: OwnedFd,
+    queue: Vec<u8>,
+    encoded_cmd: Option<String>,
+    /// `/proc` as the caller sees it, opened before init mounts its own.
+    proc_dir: Option<OwnedFd>,
+    table: Vec<rules::Observed>,
+    /// Lines dropped because the queue was full.
+    pub dropped: u64,
+    /// Lines queued.
+    pub reported: u64,
+}
+
+impl Observer {
+    /// Connects to the client's socket and sends the `encodedCommand`
+    /// header. The error is the text of the `observe_init_error` line.
+    pub fn connect(cfg: &cli::Observe) -> Result<Observer, String> {
+        let path = cfg.socket.as_os_str();
+        let failed = |e: Errno| format!("connect {}: {}", path.to_string_lossy(), e.desc());
+        let sock = socket(
+            AddressFamily::Unix,
+            SockType::Stream,
+            SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .map_err(failed)?;
+        let addr = UnixAddr::new(path).map_err(failed)?;
+        connect(sock.as_raw_fd(), &addr).map_err(failed)?;
+        // Non-blocking from here: no send may ever hold up the stub.
+        nix::fcntl::fcntl(&sock, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
+            .map_err(failed)?;
+        let proc_dir = open(
+            "/proc",
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .ok();
+        let encoded_cmd = cfg.encoded_cmd.as_ref().map(|c| json_string(c.as_bytes()));
+        let mut observer = Observer {
+            sock,
+            queue: Vec::new(),
+            encoded_cmd,
+            proc_dir,
+            table: rules::observed(filter::ARCH),
+            dropped: 0,
+            reported: 0,
+        };
+        if let Some(cmd) = observer.encoded_cmd.clone() {
+            observer.push(format!("{{\"encodedCommand\":{cmd}}}\n"));
+        }
+        observer.flush();
+        Ok(observer)
+    }
+
+    /// Queues a line if it fits whole, then tries to send.
+    fn push(&mut self, line: String) {
+        if self.queue.len() + line.len() > QUEUE_MAX {
+            self.dropped += 1;
+            return;
+        }
+        self.queue.extend_from_slice(line.as_bytes());
+        self.flush();
+    }
+
+    /// Sends what the socket takes now; keeps the rest queued.
+    pub fn flush(&mut self) {
+        while !self.queue.is_empty() {
+            match send(
+                self.sock.as_raw_fd(),
+                &self.queue,
+                MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+            ) {
+                Ok(0) => return,
+                Ok(n) => {
+                    self.queue.drain(..n);
+                }
+                Err(Errno::EINTR) => continue,
+                Err(Errno::EAGAIN) => return,
+                Err(_) => {
+                    // The client is gone: nothing more can be told.
+                    self.dropped += 1;
+                    self.queue.clear();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Lines are waiting for the socket to take them.
+    pub fn pending(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    pub fn socket(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+
+    /// Reports an error found after the start (also printed by main).
+    pub fn init_error(&mut self, message: &str) {
+        self.push(init_error_line(message) + "\n");
+    }
+
+    /// Handles one pending notification on `listener`: reads its paths,
+    /// lets the call continue, queues its lines. Errors are the target's
+    /// (gone, or not readable): nothing to report.
+    pub fn handle(&mut self, listener: BorrowedFd<'_>) {
+        let notif = match sys::notif_recv(listener) {
+            Ok(n) => n,
+            Err(_) => return,
+        };
+        let entry = self
+            .table
+            .iter()
+            .find(|o| o.nr as i32 == notif.data.nr)
+            .copied();
+        let pid = notif.pid as libc::pid_t;
+        let mut paths: Vec<Vec<u8>> = Vec::new();
+        if let Some(entry) = entry {
+            for arg in entry.paths {
+                paths.push(self.resolve(pid, &notif.data.args, arg));
+            }
+        }
+        // The pid is the thread's only while it still waits on us.
+        let valid = sys::notif_id_valid(listener, notif.id);
+        let _ = sys::notif_continue(listener, notif.id);
+        let (Some(entry), true) = (entry, valid) else {
+            return;
+        };
+        for path in paths {
+            let mut line = format!(
+                "{{\"nr\":{},\"syscall\":\"{}\",\"pid\":{},\"path\":{}",
+                entry.nr,
+                entry.name,
+                pid,
+                json_string(&path)
+            );
+            if let Some(cmd) = &self.encoded_cmd {
+                line.push_str(",\"encodedCommand\":");
+                line.push_str(cmd);
+            }
+            line.push_str("}\n");
+            self.reported += 1;
+            self.push(line);
+        }
+    }
+
+    /// The absolute path of a path argument, as far as it can be made:
+    /// relative paths are joined to the caller's working directory or to
+    /// the directory `dirfd` names (an empty path is that directory).
+    fn resolve(&self, pid: libc::pid_t, args: &[u64; 6], arg: &rules::PathArg) -> Vec<u8> {
+        let mut buf = vec![0u8; PATH_MAX];
+        let path = match sys::read_remote_string(pid, args[arg.path as usize], &mut buf) {
+            Some(n) => buf[..n].to_vec(),
+            None if args[arg.path as usize] == 0 => Vec::new(),
+            None => return Vec::new(),
+        };
+        if path.starts_with(b"/") {
+            return path;
+        }
+        let dirfd = arg
+            .dirfd
+            .map_or(AT_FDCWD, |i| args[i as usize] as u32 as i32);
+        let link = if dirfd == AT_FDCWD {
+            format!("{pid}/cwd")
+        } else {
+            format!("{pid}/fd/{dirfd}")
+        };
+        let Some(base) = self
+            .proc_dir
+            .as_ref()
+            .and_then(|d| readlinkat(d.as_fd(), link.as_str()).ok())
+        else {
+            return path;
+        };
+        join(&base, &path)
+    }
+}
+
+/// `base/path`, or `base` alone for an empty path.
+fn join(base: &OsString, path: &[u8]) -> Vec<u8> {
+    let mut out = base.as_bytes().to_vec();
+    if !path.is_empty() {
+        if !out.ends_with(b"/") {
+            out.push(b'/');
+        }
+        out.extend_from_slice(path);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_escape_what_json_requires() {
+        assert_eq!(json_string(b"a\"b\\c\nd\x01"), r#""a\"b\\c\nd\u0001""#);
+        assert_eq!(json_string(b"/t\xffx"), "\"/t\u{fffd}x\"");
+        assert_eq!(
+            init_error_line("connect /s: No such file or directory"),
+            r#"{"observe_init_error":"connect /s: No such file or directory"}"#
+        );
+    }
+
+    #[test]
+    fn relative_paths_join_their_directory() {
+        assert_eq!(join(&"/w".into(), b"a/b"), b"/w/a/b");
+        assert_eq!(join(&"/".into(), b"a"), b"/a");
+        assert_eq!(join(&"/w".into(), b""), b"/w");
+    }
+}

@@ -1,0 +1,296 @@
+//! Passive observation (SRT_OBSERVE_SOCK): a listener socket here, the
+//! built helper running commands that write through absolute paths,
+//! relative paths and directory fds, on the host and under bubblewrap, as
+//! root and as uid 65534.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{Place, User, fixture, helper, matrix, stderr, stdout};
+
+/// A listening socket any uid can connect to; collects what each
+/// connection sends.
+struct Listener {
+    path: PathBuf,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Listener {
+    fn new(name: &str) -> Listener {
+        let dir = fixture().dir.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.join("s.sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let mut text = String::new();
+                    let _ = conn.read_to_string(&mut text);
+                    for line in text.lines() {
+                        let _ = tx.send(line.to_string());
+                    }
+                });
+            }
+        });
+        Listener { path, lines }
+    }
+
+    /// The lines received until none came for a moment (the stub closes
+    /// its connection when it exits, before the helper does).
+    fn take(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(300)) {
+            out.push(line);
+        }
+        out
+    }
+}
+
+/// A folder the unprivileged user can write (on the host).
+fn workdir(name: &str) -> PathBuf {
+    let dir = fixture().dir.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(dir.join("read-only-input"), "data\n").unwrap();
+    std::fs::set_permissions(
+        dir.join("read-only-input"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    dir
+}
+
+/// Writes through a relative path (cwd), an absolute path and a dirfd
+/// (`rm -r` unlinks the entries relative to the folder's fd), renames,
+/// chmods, links, and reads one file.
+const SCRIPT: &str = r#"cd "$1" || exit 9
+cat read-only-input
+echo one > rel.txt
+echo two > "$1/abs.txt"
+mkdir sub
+mv rel.txt sub/moved.txt
+chmod 600 "$1/abs.txt"
+ln -s abs.txt link
+touch sub/touched
+rm -r sub
+rm abs.txt link
+echo done
+"#;
+
+fn run_script(place: Place, user: User, dir: &Path, env: &[(&str, &str)]) -> Output {
+    helper(
+        place,
+        user,
+        env,
+        &["/bin/sh", "-c", SCRIPT, "sh", &dir.to_string_lossy()],
+    )
+}
+
+/// (syscall, path) of every event line, and the other lines.
+fn events(lines: &[String]) -> (BTreeSet<(String, String)>, Vec<String>) {
+    let mut events = BTreeSet::new();
+    let mut other = Vec::new();
+    for line in lines {
+        let field = |name: &str| {
+            let key = format!("\"{name}\":\"");
+            line.find(&key).map(|at| {
+                let rest = &line[at + key.len()..];
+                rest[..rest.find('"').unwrap()].to_string()
+            })
+        };
+        match (field("syscall"), field("path")) {
+            (Some(s), Some(p)) => {
+                events.insert((s, p));
+            }
+            _ => other.push(line.clone()),
+        }
+    }
+    (events, other)
+}
+
+fn has(events: &BTreeSet<(String, String)>, syscalls: &[&str], path: &Path) -> bool {
+    let path = path.to_string_lossy();
+    events
+        .iter()
+        .any(|(s, p)| syscalls.contains(&s.as_str()) && *p == path)
+}
+
+#[test]
+fn writes_are_reported_reads_are_not_and_results_do_not_change() {
+    for (place, user) in matrix() {
+        let tag = format!("{place:?}-{user:?}").to_lowercase();
+        let listener = Listener::new(&format!("obs-{tag}"));
+        let sock = listener.path.to_string_lossy().into_owned();
+        let observed_dir = workdir(&format!("observed-{tag}"));
+        let plain_dir = workdir(&format!("plain-{tag}"));
+
+        let plain = run_script(place, user, &plain_dir, &[]);
+        let observed = run_script(
+            place,
+            user,
+            &observed_dir,
+            &[("SRT_OBSERVE_SOCK", &sock), ("SRT_ENCODED_CMD", "ZWNobw==")],
+        );
+        let lines = listener.take();
+        let what = format!("{place:?} {user:?}: {lines:#?}\n{}", stderr(&observed));
+
+        // The command's results are those of an unobserved run (under
+        // bubblewrap the folder is read-only: the same failures).
+        let dirs = |s: String| s.replace(&*plain_dir.to_string_lossy(), "DIR");
+        let odirs = |s: String| s.replace(&*observed_dir.to_string_lossy(), "DIR");
+        assert_eq!(plain.status.code(), observed.status.code(), "{what}");
+        assert_eq!(dirs(stdout(&plain)), odirs(stdout(&observed)), "{what}");
+        assert_eq!(dirs(stderr(&plain)), odirs(stderr(&observed)), "{what}");
+        let listing = |d: &Path| {
+            let mut names: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(listing(&plain_dir), listing(&observed_dir), "{what}");
+        if place == Place::Host {
+            assert_eq!(stdout(&observed), "data\ndone\n", "{what}");
+        }
+
+        // The header comes first; every line carries the command.
+        assert_eq!(
+            lines.first().map(String::as_str),
+            Some(r#"{"encodedCommand":"ZWNobw=="}"#),
+            "{what}"
+        );
+        let (ev, other) = events(&lines[1..]);
+        assert!(other.is_empty(), "{what}");
+        assert!(
+            lines[1..]
+                .iter()
+                .all(|l| l.ends_with(r#","encodedCommand":"ZWNobw=="}"#) && l.contains("\"pid\":")),
+            "{what}"
+        );
+        let d = &observed_dir;
+        let open = ["openat", "open", "creat"];
+        assert!(has(&ev, &open, &d.join("rel.txt")), "relative: {what}");
+        assert!(has(&ev, &open, &d.join("abs.txt")), "absolute: {what}");
+        assert!(has(&ev, &["mkdir", "mkdirat"], &d.join("sub")), "{what}");
+        let rename = ["rename", "renameat", "renameat2"];
+        assert!(has(&ev, &rename, &d.join("rel.txt")), "rename from: {what}");
+        assert!(
+            has(&ev, &rename, &d.join("sub/moved.txt")),
+            "rename to: {what}"
+        );
+        assert!(
+            has(&ev, &["symlink", "symlinkat"], &d.join("link")),
+            "{what}"
+        );
+        assert!(has(&ev, &open, &d.join("sub/touched")), "{what}");
+        if place == Place::Host {
+            // (Under bubblewrap chmod stops at its stat of the missing file.)
+            let chmod = ["chmod", "fchmodat", "fchmodat2"];
+            assert!(has(&ev, &chmod, &d.join("abs.txt")), "{what}");
+            // rm -r unlinks the entries through the folder's fd: resolved
+            // through /proc/<pid>/fd (under bubblewrap the first unlink
+            // fails and rm stops earlier).
+            let unlink = ["unlinkat", "unlink", "rmdir"];
+            assert!(has(&ev, &unlink, &d.join("sub/moved.txt")), "dirfd: {what}");
+            assert!(has(&ev, &unlink, &d.join("sub")), "{what}");
+            assert!(has(&ev, &unlink, &d.join("abs.txt")), "{what}");
+        }
+        // Reads are not reported; every path is absolute.
+        assert!(
+            !ev.iter().any(|(_, p)| p.contains("read-only-input")),
+            "{what}"
+        );
+        assert!(ev.iter().all(|(_, p)| p.starts_with('/')), "{what}");
+    }
+}
+
+#[test]
+fn the_command_sees_three_filters_and_neither_variable() {
+    let listener = Listener::new("obs-env");
+    let sock = listener.path.to_string_lossy().into_owned();
+    let script = "grep Seccomp_filters /proc/self/status; env | grep ^SRT_; ls /proc/self/fd";
+    for (place, user) in matrix() {
+        let observed = helper(
+            place,
+            user,
+            &[("SRT_OBSERVE_SOCK", &sock), ("SRT_ENCODED_CMD", "eA==")],
+            &["/bin/sh", "-c", script],
+        );
+        let plain = helper(place, user, &[], &["/bin/sh", "-c", script]);
+        // Three filters; no SRT_ variable; the same fds as an unobserved
+        // run (the listener and the socket stay with the helper).
+        let what = format!("{place:?} {user:?}: {}", stderr(&observed));
+        assert_eq!(
+            stdout(&observed),
+            stdout(&plain).replace("Seccomp_filters:\t2", "Seccomp_filters:\t3"),
+            "{what}"
+        );
+        assert!(
+            stdout(&observed).starts_with("Seccomp_filters:\t3\n0\n"),
+            "{what}"
+        );
+    }
+    let _ = listener.take();
+}
+
+#[test]
+fn an_unreachable_socket_is_reported_and_the_command_runs() {
+    for (place, user) in matrix() {
+        let out = helper(
+            place,
+            user,
+            &[("SRT_OBSERVE_SOCK", "/nonexistent/obs.sock")],
+            &["/bin/sh", "-c", "grep Seccomp_filters /proc/self/status"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{place:?} {user:?}");
+        assert_eq!(stdout(&out), "Seccomp_filters:\t2\n", "{place:?} {user:?}");
+        assert_eq!(
+            stderr(&out),
+            "{\"observe_init_error\":\"connect /nonexistent/obs.sock: No such file or directory\"}\n",
+            "{place:?} {user:?}"
+        );
+    }
+    // An empty value means no observation at all.
+    let out = helper(
+        Place::Host,
+        User::Unprivileged,
+        &[("SRT_OBSERVE_SOCK", "")],
+        &["/bin/sh", "-c", "grep Seccomp_filters /proc/self/status"],
+    );
+    assert_eq!(
+        (stdout(&out), stderr(&out)),
+        ("Seccomp_filters:\t2\n".into(), String::new())
+    );
+}
+
+#[test]
+fn the_feature_probe_lists_observe() {
+    let out = helper(
+        Place::Host,
+        User::Unprivileged,
+        &[("SRT_HELPER_FEATURES", "1")],
+        &["true"],
+    );
+    assert!(
+        stdout(&out).lines().any(|l| l == "observe"),
+        "{}",
+        stdout(&out)
+    );
+}
