@@ -18,6 +18,7 @@
 mod cli;
 mod error;
 mod filter;
+mod json;
 mod observe;
 mod race;
 mod shim;

@@ -30,6 +30,7 @@ use nix::sys::stat::Mode;
 
 use crate::cli;
 use crate::filter::{self, rules};
+use crate::json;
 use crate::sys;
 
 /// The queue bound: more than a burst of lines between two polls.
@@ -43,30 +44,8 @@ const AT_FDCWD: i32 = -100;
 pub fn init_error_line(message: &str) -> String {
     format!(
         "{{\"observe_init_error\":{}}}",
-        json_string(message.as_bytes())
+        json::string(message.as_bytes())
     )
-}
-
-/// A JSON string literal of `bytes` (invalid UTF-8 becomes U+FFFD).
-pub fn json_string(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// The connection to the client and the line queue.
@@ -107,7 +86,7 @@ impl Observer {
             Mode::empty(),
         )
         .ok();
-        let encoded_cmd = cfg.encoded_cmd.as_ref().map(|c| json_string(c.as_bytes()));
+        let encoded_cmd = cfg.encoded_cmd.as_ref().map(|c| json::string(c.as_bytes()));
         let mut observer = Observer {
             sock,
             queue: Vec::new(),
@@ -204,7 +183,7 @@ impl Observer {
                 entry.nr,
                 entry.name,
                 pid,
-                json_string(&path)
+                json::string(&path)
             );
             if let Some(cmd) = &self.encoded_cmd {
                 line.push_str(",\"encodedCommand\":");
@@ -265,9 +244,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn json_strings_escape_what_json_requires() {
-        assert_eq!(json_string(b"a\"b\\c\nd\x01"), r#""a\"b\\c\nd\u0001""#);
-        assert_eq!(json_string(b"/t\xffx"), "\"/t\u{fffd}x\"");
+    fn the_init_error_line() {
         assert_eq!(
             init_error_line("connect /s: No such file or directory"),
             r#"{"observe_init_error":"connect /s: No such file or directory"}"#

@@ -27,6 +27,7 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::error::Error;
+use crate::json;
 use crate::sys::{self, ExitingThread, Forked};
 use crate::userns::{self, Backoff};
 
@@ -502,27 +503,6 @@ fn end_to_end(cfg: &Config, helper: &[OsString], cpus: Option<&CpuSet>) -> Resul
     })
 }
 
-/// A JSON string literal.
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 impl Report {
     /// 0: the helper strategy (or the helper run) had no failure; 1: it had.
     pub fn exit_code(&self) -> i32 {
@@ -564,9 +544,9 @@ fn render_in_process(cfg: &Config, summaries: &[Summary]) -> String {
                 "{{\"strategy\":{},\"join\":{},\"cpu\":{},\"load\":{},\"iterations\":{},\
                  \"ok\":{},\"einval\":{},\"other\":{},\"retries_total\":{},\"retries_max\":{},\
                  \"waited\":{},\"p50_us\":{},\"p99_us\":{},\"max_us\":{}}}",
-                json_str(s.strategy.name()),
-                json_str(cfg.join.name()),
-                json_str(cpu_text(cfg)),
+                json::string(s.strategy.name().as_bytes()),
+                json::string(cfg.join.name().as_bytes()),
+                json::string(cpu_text(cfg).as_bytes()),
                 cfg.load,
                 s.iterations,
                 s.ok,
@@ -640,7 +620,7 @@ fn render_end_to_end(cfg: &Config, iterations: u32, failures: u32, groups: &[Gro
                 format!(
                     "{{\"status\":{},\"first_line\":{},\"count\":{}}}",
                     g.status,
-                    json_str(&g.first_line),
+                    json::string(g.first_line.as_bytes()),
                     g.count
                 )
             })
@@ -649,8 +629,8 @@ fn render_end_to_end(cfg: &Config, iterations: u32, failures: u32, groups: &[Gro
             out,
             "{{\"helper\":{},\"cpu\":{},\"load\":{},\"iterations\":{iterations},\
              \"failures\":{failures},\"groups\":[{}]}}",
-            json_str(&helper),
-            json_str(cpu_text(cfg)),
+            json::string(helper.as_bytes()),
+            json::string(cpu_text(cfg).as_bytes()),
             cfg.load,
             groups.join(",")
         );
@@ -764,10 +744,5 @@ mod tests {
         assert_eq!((s.ok, s.einval, s.other), (90, 10, 0));
         assert_eq!((s.retries_total, s.retries_max, s.waited), (10, 1, 25));
         assert_eq!((s.p50_us, s.p99_us, s.max_us), (50, 99, 100));
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        assert_eq!(json_str("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
     }
 }

@@ -329,7 +329,8 @@ fn serve(
             .map(|f| f.revents().unwrap_or(PollFlags::empty()))
             .collect();
         drop(fds);
-        if let Some(at) = chan_at.filter(|&at| !ready[at].is_empty()) {
+        if chan_at.is_some_and(|at| !ready[at].is_empty()) {
+            // One message at most: the channel is done either way.
             if let Some(c) = chan.take() {
                 match sys::recv_fd(c.as_fd()) {
                     Ok(Some((0, Some(fd)))) => listener = Some(fd),
@@ -341,8 +342,6 @@ fn serve(
                     // EOF: init and the worker ended before sending.
                     _ => {}
                 }
-                // One message at most: the channel is done either way.
-                let _ = at;
             }
         }
         if let Some(at) = listener_at {

@@ -238,6 +238,19 @@ pub fn install_filter_listener(prog: &'static [u8]) -> io::Result<OwnedFd> {
 /// The message of [`send_fd`]: a 4-byte status, plus the fd when it is 0.
 const FD_MESSAGE_SPACE: usize = 64;
 
+/// Room for one SCM_RIGHTS header and fd, aligned for `cmsghdr`.
+#[repr(C, align(8))]
+struct Control([u8; FD_MESSAGE_SPACE]);
+
+/// A message header over one buffer; its control part is left empty.
+fn msghdr_for(iov: &mut libc::iovec) -> libc::msghdr {
+    // SAFETY: a zeroed msghdr is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg
+}
+
 /// Sends `status` (0: `fd` attached; otherwise an errno and no fd) as one
 /// message on a Unix socket, with `fd` in SCM_RIGHTS. No allocation.
 pub fn send_fd(sock: BorrowedFd<'_>, status: i32, fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
@@ -246,13 +259,8 @@ pub fn send_fd(sock: BorrowedFd<'_>, status: i32, fd: Option<BorrowedFd<'_>>) ->
         iov_base: payload.as_mut_ptr().cast(),
         iov_len: payload.len(),
     };
-    #[repr(C, align(8))]
-    struct Control([u8; FD_MESSAGE_SPACE]);
     let mut control = Control([0; FD_MESSAGE_SPACE]);
-    // SAFETY: a zeroed msghdr is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
+    let mut msg = msghdr_for(&mut iov);
     if let Some(fd) = fd {
         // SAFETY: CMSG_SPACE/CMSG_LEN are arithmetic; `control` is aligned
         // for cmsghdr and larger than CMSG_SPACE(4), so the first header
@@ -282,13 +290,8 @@ pub fn recv_fd(sock: BorrowedFd<'_>) -> io::Result<Option<(i32, Option<OwnedFd>)
         iov_base: payload.as_mut_ptr().cast(),
         iov_len: payload.len(),
     };
-    #[repr(C, align(8))]
-    struct Control([u8; FD_MESSAGE_SPACE]);
     let mut control = Control([0; FD_MESSAGE_SPACE]);
-    // SAFETY: a zeroed msghdr is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
+    let mut msg = msghdr_for(&mut iov);
     msg.msg_control = control.0.as_mut_ptr().cast();
     msg.msg_controllen = FD_MESSAGE_SPACE as _;
     // SAFETY: `msg` points at buffers alive for the call; CMSG_CLOEXEC
