@@ -50,7 +50,7 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
     } else {
         cli::parse(&args, &cli::Env::from_process())
     };
-    let code = match action {
+    match action {
         Ok(Action::BwrapShim(args)) => bwrap_shim(&args),
         Ok(Action::Help) => print_out(&help()),
         Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", env!("CARGO_PKG_VERSION"))),
@@ -73,15 +73,16 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
             eprintln!("{e}");
             e.exit_code()
         }
-    };
-    // Returned to C's exit(), which does not know Rust's stdout buffer.
-    let _ = io::stdout().flush();
-    code
+    }
 }
 
+/// Writes and flushes: the status goes back to C's exit(), which does not
+/// know Rust's stdout buffer. A run never touches stdout, so it pays for
+/// none of this (std's stdout allocates its buffer on first use).
 #[cfg_attr(test, allow(dead_code))]
 fn print_out(text: &str) -> i32 {
-    match io::stdout().write_all(text.as_bytes()) {
+    let mut out = io::stdout();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => 0,
         Err(_) => error::EXIT_SETUP,
     }

@@ -2,28 +2,30 @@
 //!
 //! ```text
 //! caller (bwrap's shell, srt, a library)
-//!  └─ apply-seccomp: outer stub        caller's PID namespace; before the
-//!     │  fork: non-dumpable, no_new_privs and the unix filter (which all
-//!     │  three processes inherit); after it, the namespaces filter
-//!     │  forwards TERM INT HUP QUIT USR1 USR2, reaps its child, prints the
+//!  └─ apply-seccomp: outer stub        caller's PID namespace; non-dumpable
+//!     │  before the fork; after it, no_new_privs, the unix and namespaces
+//!     │  filters on itself (while init works on the other CPU); forwards
+//!     │  TERM INT HUP QUIT USR1 USR2, reaps its child, prints the
 //!     │  reports the inner processes send over the control channel, exits
 //!     │  with the child's status (code, or 128+signal)
-//!     └─ inner init, PID 1             new PID + mount namespaces
-//!        │  PDEATHSIG=KILL (checked against a parent already gone),
-//!        │  non-dumpable (inherited), / private, fresh /proc,
-//!        │  max_user_namespaces=0,
-//!        │  forwards the same signals, reaps every child, exits with the
-//!        │  worker's status
-//!        └─ worker, PID 2              worker.rs: the namespaces filter,
+//!     └─ inner init, PID 1             new PID + mount namespaces, no filter
+//!        │  (as upstream); PDEATHSIG=KILL (checked against a parent
+//!        │  already gone), non-dumpable (inherited), / private, fresh
+//!        │  /proc, max_user_namespaces=0, starts the worker the way
+//!        │  posix_spawn does (sys::spawn_vfork), forwards the same
+//!        │  signals, reaps every child, exits with the worker's status
+//!        └─ worker, PID 2              worker.rs: no_new_privs, the unix
+//!                                      and namespaces filters,
 //!                                      execvp(command)
 //! ```
 //!
 //! Everything the children need (argv, filters, signal sets, the control
 //! socket) is prepared before the first fork. Between fork and exec (or
 //! `_exit`) the children only make these calls, none of which allocates,
-//! formats or panics: prctl (PDEATHSIG), poll,
-//! mount, open/write/close, fork, sigprocmask, sigwait, kill, wait4,
-//! seccomp, execve (through execvp), send of an 8-byte report, `_exit`.
+//! formats or panics: prctl (PDEATHSIG, no_new_privs), poll, mount,
+//! open/write/close, mmap/mprotect (the worker's stack), clone,
+//! sigprocmask, sigwait, kill, wait4, seccomp, execve (through execvp),
+//! send of an 8-byte report, `_exit`.
 //!
 //! The control channel is a SOCK_SEQPACKET pair: the inner processes write
 //! fixed 8-byte reports to their end (close-on-exec, so the command never
@@ -57,6 +59,10 @@ pub const FORWARDED: [Signal; 6] = [
     Signal::SIGUSR1,
     Signal::SIGUSR2,
 ];
+
+/// The worker's stack: its deepest path is execvp's search (a PATH-sized
+/// buffer) under a few frames.
+const WORKER_STACK: usize = 128 * 1024;
 
 /// What the inner processes need, prepared before the first fork.
 pub struct Plan<'a> {
@@ -208,13 +214,6 @@ pub fn run(plan: &Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, 
     // see the stub; non-dumpable, its memory and /proc files are closed to
     // the command. Set before the fork, so there is no window.
     prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
-    // no_new_privs and the unix filter once, here, for all three processes:
-    // init needs nothing the unix filter refuses (its mounts are in the
-    // namespaces filter, installed after the fork by the stub and the
-    // worker only), and each install saved is a syscall per run.
-    prctl::set_no_new_privs().map_err(|e| Error::setup(Step::NoNewPrivs, e))?;
-    sys::install_filter(plan.filters.unix.bytes())
-        .map_err(|e| Error::setup(Step::FilterUnix, e))?;
 
     match sys::fork().map_err(|e| Error::setup(Step::Fork, e))? {
         Forked::Child => {
@@ -233,15 +232,13 @@ pub fn run(plan: &Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, 
             });
             let child = Pid::from_raw(child);
             // The stub needs none of what the filters refuse; filtered, it is
-            // no way around them even if the command got hold of it.
-            if let Err(e) = plan
-                .filters
-                .namespaces
-                .map_or(Ok(()), |ns| sys::install_filter(ns.bytes()))
-            {
+            // no way around them even if the command got hold of it. Here,
+            // not before the fork: init would inherit them, and the worker
+            // installs its own while this runs.
+            if let Err(e) = filter_stub(plan) {
                 let _ = kill(child, Signal::SIGKILL);
                 let _ = waitpid(child, None);
-                return Err(Error::setup(Step::StubFilters, e));
+                return Err(e);
             }
             let status = match (observer, listener_chan) {
                 (Some(obs), Some(chan)) => serve(child, &set, obs, chan, &mut observe_errors),
@@ -255,6 +252,17 @@ pub fn run(plan: &Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, 
             })
         }
     }
+}
+
+fn filter_stub(plan: &Plan) -> Result<(), Error> {
+    prctl::set_no_new_privs().map_err(|e| Error::setup(Step::NoNewPrivs, e))?;
+    for program in [Some(plan.filters.unix), plan.filters.namespaces]
+        .into_iter()
+        .flatten()
+    {
+        sys::install_filter(program.bytes()).map_err(|e| Error::setup(Step::StubFilters, e))?;
+    }
+    Ok(())
 }
 
 /// Relays the forwarded signals to `child` and reaps every child until
@@ -441,15 +449,23 @@ fn inner_init(
             chan.report(Kind::Warning, Step::LimitUserns, e);
         }
     }
-    match sys::fork() {
+    // mmap, not the allocator: this process is a forked child. Unmapped
+    // with this process's memory when it exits.
+    let mut worker_stack = match sys::Stack::new(WORKER_STACK) {
+        Ok(stack) => stack,
         Err(e) => chan.fail(Step::ForkWorker, crate::error::errno(&e)),
-        Ok(Forked::Child) => worker::run(
+    };
+    let worker = sys::spawn_vfork(&mut worker_stack, || {
+        worker::run(
             plan,
             original,
             chan,
             listener_chan.as_ref().map(|c| c.as_fd()),
-        ),
-        Ok(Forked::Parent(pid)) => match supervise(Pid::from_raw(pid), set) {
+        );
+    });
+    match worker {
+        Err(e) => chan.fail(Step::ForkWorker, crate::error::errno(&e)),
+        Ok(pid) => match supervise(Pid::from_raw(pid), set) {
             Ok(status) => sys::exit_now(status),
             Err(e) => chan.fail(Step::Wait, e),
         },

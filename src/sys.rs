@@ -43,6 +43,100 @@ pub fn fork() -> io::Result<Forked> {
     }
 }
 
+/// A stack for [`spawn_vfork`]: anonymous memory with an inaccessible
+/// guard page below it, so an overflow faults instead of writing into the
+/// memory the child shares with its parent.
+pub struct Stack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Stack {
+    const GUARD: usize = 4096;
+
+    /// `usable` bytes of stack (rounded up to pages) plus the guard page.
+    pub fn new(usable: usize) -> io::Result<Stack> {
+        let len = usable.div_ceil(Self::GUARD) * Self::GUARD + Self::GUARD;
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // affected. The result is checked before use.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = Stack { base, len };
+        // SAFETY: the first page of the mapping made above, owned by `stack`.
+        if unsafe { libc::mprotect(base, Self::GUARD, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// The 16-byte aligned top (stacks grow down on x86_64 and aarch64).
+    fn top(&mut self) -> *mut libc::c_void {
+        ((self.base as usize + self.len) & !15) as *mut libc::c_void
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once; no child runs
+        // on it any more (`spawn_vfork` returns only after the child has
+        // exec'd or exited).
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// posix_spawn's way of starting a child: `clone(CLONE_VM|CLONE_VFORK)`.
+/// The child runs `child` on `stack` in this process's memory, and this
+/// process sleeps until the child execs or exits; no page tables are
+/// copied and no page is copied on write afterwards. `child` must not
+/// allocate, free or write anything this process reads after it resumes
+/// (beyond errno), and should exec or `_exit`; if it returns, the child
+/// exits with the set-up failure status.
+pub fn spawn_vfork<F: FnOnce()>(stack: &mut Stack, child: F) -> io::Result<libc::pid_t> {
+    extern "C" fn trampoline<F: FnOnce()>(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the `Option<F>` below, alive in the suspended
+        // parent's frame for the whole life of this child, and taken once.
+        let child = unsafe { &mut *arg.cast::<Option<F>>() };
+        if let Some(f) = child.take() {
+            f();
+        }
+        // `child` was to exec or `_exit`: it must not return into the
+        // parent's frames, so a return ends the child here.
+        exit_now(crate::error::EXIT_SETUP)
+    }
+    let mut slot = Some(child);
+    let top = stack.top();
+    // SAFETY: CLONE_VFORK suspends this process until the child execs or
+    // exits, so the two never run at once on the shared memory; the child
+    // runs on `stack`, which outlives the call, and never returns into this
+    // frame (the trampoline ends in `_exit`).
+    // Signal handlers, which could run in the child on shared memory: the
+    // helper installs none. musl's `clone` with CLONE_VM calls the raw
+    // clone without touching its own state.
+    let pid = unsafe {
+        libc::clone(
+            trampoline::<F>,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw mut slot).cast::<libc::c_void>(),
+        )
+    };
+    if pid == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pid)
+}
+
 /// `_exit(2)`: leave without running destructors or flushing stdio, as a
 /// forked child must.
 pub fn exit_now(code: i32) -> ! {
@@ -417,63 +511,6 @@ pub fn get_dumpable() -> io::Result<i32> {
     // SAFETY: PR_GET_DUMPABLE takes no pointer arguments.
     let ret = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) };
     check(ret.into()).map(|v| v as i32)
-}
-
-/// Counts the threads of this process: the entries of `/proc/self/task`,
-/// read with `getdents64` into a stack buffer. `Ok(None)` when `/proc` is
-/// not there to ask.
-pub fn count_threads() -> io::Result<Option<usize>> {
-    const PATH: &CStr = c"/proc/self/task";
-    // SAFETY: PATH is a NUL-terminated literal; the returned fd is owned
-    // below and closed on every path.
-    let fd = unsafe {
-        libc::open(
-            PATH.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        let err = io::Error::last_os_error();
-        return match err.raw_os_error() {
-            Some(libc::ENOENT) | Some(libc::EACCES) => Ok(None),
-            _ => Err(err),
-        };
-    }
-    // SAFETY: `fd` was just opened by us and is not owned elsewhere.
-    let dir = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut buf = [0u64; 256]; // 2 KiB, 8-byte aligned for linux_dirent64
-    let mut threads = 0usize;
-    loop {
-        // SAFETY: the kernel writes at most `size_of_val(&buf)` bytes into
-        // `buf`, which is valid and exclusively borrowed for the call.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_getdents64,
-                dir.as_raw_fd(),
-                buf.as_mut_ptr(),
-                std::mem::size_of_val(&buf),
-            )
-        };
-        let n = check(n)? as usize;
-        if n == 0 {
-            return Ok(Some(threads));
-        }
-        // SAFETY: the first `n <= size_of_val(&buf)` bytes were written by
-        // the kernel; viewing initialised u64 storage as bytes is sound.
-        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
-        // struct linux_dirent64 { u64 ino; i64 off; u16 reclen; u8 type; char name[]; }
-        let mut off = 0;
-        while off + 19 < n {
-            let reclen = u16::from_ne_bytes([bytes[off + 16], bytes[off + 17]]) as usize;
-            if reclen == 0 {
-                break;
-            }
-            if bytes[off + 19] != b'.' {
-                threads += 1;
-            }
-            off += reclen;
-        }
-    }
 }
 
 /// Removes a variable from the environment.

@@ -167,8 +167,21 @@ fn write_id_maps(uid: u32, gid: u32) -> Result<(), Error> {
 }
 
 fn write_maps(uid: u32, gid: u32) -> Result<(), Error> {
+    // Write-only, no O_CREAT/O_TRUNC (the files exist; proc would ignore
+    // both), and no O_CLOEXEC: closed before anything can exec, and musl
+    // follows an O_CLOEXEC open with an extra fcntl.
     let write = |path: &str, text: String, step: Step| {
-        std::fs::write(path, text).map_err(|e| Error::setup(step, e))
+        let fd = nix::fcntl::open(
+            path,
+            nix::fcntl::OFlag::O_WRONLY,
+            nix::sys::stat::Mode::empty(),
+        )
+        .map_err(|e| Error::setup(step, e))?;
+        match nix::unistd::write(&fd, text.as_bytes()) {
+            Ok(n) if n == text.len() => Ok(()),
+            Ok(_) => Err(Error::setup(step, io::Error::from_raw_os_error(libc::EIO))),
+            Err(e) => Err(Error::setup(step, e)),
+        }
     };
     write("/proc/self/setgroups", "deny".into(), Step::Setgroups)?;
     write("/proc/self/uid_map", format!("{uid} {uid} 1"), Step::UidMap)?;

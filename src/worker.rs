@@ -1,17 +1,17 @@
 //! The worker, PID 2: the last steps before the command.
 //!
-//! Runs between fork and exec: no allocation, no formatting, no panics.
-//! Calls made: sigprocmask, seccomp (the observe filter when the run is
-//! observed, whose listener goes to the stub with one sendmsg and is then
-//! closed; the namespaces filter, unless nesting is allowed), execve
-//! (through execvp's PATH search), and on failure a send of one report and
-//! `_exit`. no_new_privs and the unix filter were
-//! set in the stub before the first fork and are inherited, as is the
-//! scrubbed environment (main.rs); inherited file descriptors are left
-//! alone.
+//! Runs between clone and exec in init's memory, init suspended
+//! (sys::spawn_vfork): no allocation, no formatting, no panics. Calls
+//! made: sigprocmask, prctl (no_new_privs), seccomp (the unix filter; the
+//! observe filter when the run is observed, whose listener goes to the
+//! stub with one sendmsg and is then closed; the namespaces filter, unless
+//! nesting is allowed), execve (through execvp's PATH search), and on
+//! failure a send of one report and `_exit`. The environment was scrubbed
+//! before any fork (main.rs); inherited file descriptors are left alone.
 
 use std::os::fd::{AsFd, BorrowedFd};
 
+use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 
 use crate::error::{Step, errno, exec_exit_code};
@@ -26,6 +26,12 @@ pub fn run(
 ) -> ! {
     if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(original_mask), None) {
         chan.fail(Step::Signals, e);
+    }
+    if let Err(e) = prctl::set_no_new_privs() {
+        chan.fail(Step::NoNewPrivs, e);
+    }
+    if let Err(e) = sys::install_filter(plan.filters.unix.bytes()) {
+        chan.fail(Step::FilterUnix, errno(&e));
     }
     // Observed runs: the observe filter, its listener to the stub (then
     // closed here: the command must not hold it). Fail-open: on any error

@@ -107,12 +107,13 @@ fn eperm_fails_closed_with_the_hint() {
 /// the C library picks between equivalent syscalls (musl opens with `open`
 /// and forks with `fork` on x86_64, glibc uses `openat` and `clone`), the
 /// entry names them all, `|`-separated, and each one made is injected.
-const SETUP_CALLS: [(&str, &str); 16] = [
+const SETUP_CALLS: [(&str, &str); 17] = [
     ("unshare", "EPERM"),
     ("unshare", "EINVAL"),
     ("openat|open", "EACCES"),
     ("write", "EIO"),
-    ("getdents64", "EIO"),
+    ("newfstatat", "EIO"),
+    ("mprotect", "ENOMEM"),
     ("mount", "EPERM"),
     ("prctl", "EINVAL"),
     ("seccomp", "EINVAL"),
@@ -201,9 +202,8 @@ fn faults_helper() -> &'static Path {
 }
 
 /// The invariant of every fault: each exec of the command came after
-/// no_new_privs and both filters (the unix filter and no_new_privs are set
-/// in the outer stub before its fork and inherited; the namespaces filter
-/// is the worker's own); if the command never ran, the helper exited
+/// no_new_privs and both filters (the worker's own, or inherited from what
+/// the outer stub set before its fork); if the command never ran, the helper exited
 /// 125-127 with a message (or never started); nothing is left running.
 fn check_invariant(t: &Traced, what: &str) -> Result<bool, String> {
     let probe = fixture().probe().unwrap().to_string_lossy().into_owned();

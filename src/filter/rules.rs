@@ -1,13 +1,13 @@
 //! The rule table of both filters, as plain data.
 //!
-//! `build.rs` compiles this file (through `#[path]`) with seccompiler for
+//! `build.rs` compiles this file (through `#[path]`) into classic BPF for
 //! x86_64 and aarch64; the binary only embeds the resulting programs. Keep it
 //! free of dependencies: it is built for the build host, not the target.
 //!
-//! Every argument test compares the LOW 32 BITS only (seccompiler's `Dword`):
-//! the kernel truncates `int` arguments and the flag words of `clone` and
-//! `unshare` are examined on their low half, so upper bits must not let a
-//! call slip past (THREATS rows 3, 10, 11).
+//! Every argument test reads the LOW 32 BITS only: the kernel truncates
+//! `int` arguments and the flag words of `clone` and `unshare` are examined
+//! on their low half, so upper bits must not let a call slip past (THREATS
+//! rows 3, 10, 11).
 
 /// The architectures a filter is generated for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,21 +190,25 @@ pub fn observed(arch: Arch) -> Vec<Observed> {
     }
 }
 
-/// One condition on an argument: `(args[arg] & mask) == value`, on the low
-/// 32 bits of the argument.
-#[derive(Clone, Copy, Debug)]
-pub struct Cond {
-    pub arg: u8,
-    pub mask: u32,
-    pub value: u32,
+/// A test on the low 32 bits of one argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cond {
+    /// `args[arg] & mask` is one of `values`.
+    OneOf {
+        arg: u8,
+        mask: u32,
+        values: &'static [u32],
+    },
+    /// `args[arg] & bits` is not zero: one of the bits is set.
+    AnyBit { arg: u8, bits: u32 },
 }
 
-/// A syscall is refused when ANY of its alternatives holds; an alternative
-/// holds when ALL of its conditions hold. No alternatives: always refused.
+/// A syscall is refused (the observe filter: notified) when ALL of its
+/// conditions hold; with none, always.
 #[derive(Clone, Debug)]
 pub struct Rule {
     pub nr: u32,
-    pub any_of: Vec<Vec<Cond>>,
+    pub all_of: Vec<Cond>,
 }
 
 const AF_UNIX: u32 = 1;
@@ -274,62 +278,43 @@ const FSPICK: u32 = 433;
 const MOUNT_SETATTR: u32 = 442;
 const OPEN_TREE_ATTR: u32 = 467;
 
-fn eq(arg: u8, value: u32) -> Cond {
-    Cond {
-        arg,
-        mask: u32::MAX,
-        value,
-    }
-}
-
-fn has_bits(arg: u8, bits: u32) -> Cond {
-    Cond {
-        arg,
-        mask: bits,
-        value: bits,
-    }
-}
-
 fn always(nr: u32) -> Rule {
     Rule {
         nr,
-        any_of: Vec::new(),
+        all_of: Vec::new(),
     }
 }
 
 /// The rules that match in the given filter: answered with EPERM, or for
-/// the observe filter with USER_NOTIF. `clone3` (ENOSYS) and
-/// the x32 check are not expressible as seccompiler rules; `build.rs` adds
-/// them and documents where.
+/// the observe filter with USER_NOTIF. `clone3` (ENOSYS) and the x32 check
+/// have other answers; `build.rs` adds them and documents where.
 pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
     let n = numbers(arch);
     match set {
         Set::Unix => vec![
             Rule {
                 nr: n.socket,
-                any_of: vec![vec![eq(0, AF_UNIX)], vec![eq(0, AF_VSOCK)]],
+                all_of: vec![Cond::OneOf {
+                    arg: 0,
+                    mask: u32::MAX,
+                    values: &[AF_UNIX, AF_VSOCK],
+                }],
             },
             // Stricter than upstream: a DGRAM pair can sendto() any named
             // datagram socket in the mount tree (THREATS row 6).
             Rule {
                 nr: n.socketpair,
-                any_of: vec![
-                    vec![
-                        eq(0, AF_UNIX),
-                        Cond {
-                            arg: 1,
-                            mask: SOCK_TYPE_MASK,
-                            value: SOCK_DGRAM,
-                        },
-                    ],
-                    vec![
-                        eq(0, AF_UNIX),
-                        Cond {
-                            arg: 1,
-                            mask: SOCK_TYPE_MASK,
-                            value: SOCK_RAW,
-                        },
-                    ],
+                all_of: vec![
+                    Cond::OneOf {
+                        arg: 0,
+                        mask: u32::MAX,
+                        values: &[AF_UNIX],
+                    },
+                    Cond::OneOf {
+                        arg: 1,
+                        mask: SOCK_TYPE_MASK,
+                        values: &[SOCK_DGRAM, SOCK_RAW],
+                    },
                 ],
             },
             always(IO_URING_SETUP),
@@ -337,18 +322,18 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
             always(IO_URING_REGISTER),
         ],
         Set::Namespaces => {
-            let ns_flags = vec![
-                vec![has_bits(0, CLONE_NEWUSER)],
-                vec![has_bits(0, CLONE_NEWNS)],
-            ];
+            let ns_flags = vec![Cond::AnyBit {
+                arg: 0,
+                bits: CLONE_NEWUSER | CLONE_NEWNS,
+            }];
             vec![
                 Rule {
                     nr: n.unshare,
-                    any_of: ns_flags.clone(),
+                    all_of: ns_flags.clone(),
                 },
                 Rule {
                     nr: n.clone,
-                    any_of: ns_flags,
+                    all_of: ns_flags,
                 },
                 always(n.setns),
                 always(n.mount),
@@ -368,12 +353,14 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
             .into_iter()
             .map(|o| Rule {
                 nr: o.nr,
-                any_of: o.flags.map_or_else(Vec::new, |arg| {
-                    OPEN_WRITE_FLAGS
-                        .iter()
-                        .map(|&bit| vec![has_bits(arg, bit)])
-                        .collect()
-                }),
+                all_of: o
+                    .flags
+                    .map(|arg| Cond::AnyBit {
+                        arg,
+                        bits: OPEN_WRITE_FLAGS.iter().fold(0, |all, bit| all | bit),
+                    })
+                    .into_iter()
+                    .collect(),
             })
             .collect(),
     }
