@@ -2,7 +2,7 @@
 //! helper of Anthropic's sandbox runtime (`srt`).
 //!
 //! Data flows one way: cli -> filter (validate) -> userns (enter) ->
-//! supervise (fork: outer stub / inner init) -> worker (exec). The race
+//! supervise (outer stub / inner init) -> worker (exec). The race
 //! tester (`--race-test`, race.rs) calls the same `userns` entry routine.
 //! Only this file prints, and only `sys` holds `unsafe`.
 //!
@@ -153,8 +153,12 @@ fn debug(enabled: bool, line: impl FnOnce() -> String) {
 
 fn run(cfg: &RunConfig) -> Result<i32, Error> {
     let filters = filter::filters(cfg.allow_nested_userns)?;
-    let exec = sys::ExecArgs::new(&cfg.argv)
-        .ok_or_else(|| Error::Usage("an argument contains a NUL byte".into()))?;
+    // Leaked: init and the worker read it from the stub's memory while the
+    // stub runs on (supervise.rs), so it must never be freed.
+    let exec: &'static sys::ExecArgs = Box::leak(Box::new(
+        sys::ExecArgs::new(&cfg.argv)
+            .ok_or_else(|| Error::Usage("an argument contains a NUL byte".into()))?,
+    ));
     // First: the unix filter will refuse the socket, and `/proc` must be the
     // caller's. Fail-open: the command runs on, unobserved.
     let mut observer = match &cfg.observe {
@@ -167,7 +171,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         },
         None => None,
     };
-    // Before anything is forked, so no process of the tree carries them and
+    // Before init starts, so no process of the tree carries them and
     // the worker needs no allocation to drop them.
     for name in cli::SCRUBBED {
         sys::remove_env(name);
@@ -221,8 +225,8 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         )
     });
     let outcome = supervise::run(
-        &supervise::Plan {
-            exec: &exec,
+        supervise::Plan {
+            exec,
             filters,
             limit_userns,
         },

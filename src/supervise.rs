@@ -3,14 +3,15 @@
 //! ```text
 //! caller (bwrap's shell, srt, a library)
 //!  └─ apply-seccomp: outer stub        caller's PID namespace; non-dumpable
-//!     │  before the fork; after it, no_new_privs, the unix and namespaces
+//!     │  before init starts; then no_new_privs, the unix and namespaces
 //!     │  filters on itself (while init works on the other CPU); forwards
 //!     │  TERM INT HUP QUIT USR1 USR2, reaps its child, prints the
 //!     │  reports the inner processes send over the control channel, exits
 //!     │  with the child's status (code, or 128+signal)
 //!     └─ inner init, PID 1             new PID + mount namespaces, no filter
-//!        │  (as upstream); PDEATHSIG=KILL (checked against a parent
-//!        │  already gone), non-dumpable (inherited), / private, fresh
+//!        │  (as upstream), in the stub's memory (sys::spawn_shared);
+//!        │  PDEATHSIG=KILL (checked against a parent already gone),
+//!        │  non-dumpable (the shared memory map's flag), / private, fresh
 //!        │  /proc, max_user_namespaces=0, starts the worker the way
 //!        │  posix_spawn does (sys::spawn_vfork), forwards the same
 //!        │  signals, reaps every child, exits with the worker's status
@@ -19,35 +20,40 @@
 //!                                      execvp(command)
 //! ```
 //!
-//! Everything the children need (argv, filters, signal sets, the control
-//! socket) is prepared before the first fork. Between fork and exec (or
-//! `_exit`) the children only make these calls, none of which allocates,
-//! formats or panics: prctl (PDEATHSIG, no_new_privs), poll, mount,
-//! open/write/close, mmap/mprotect (the worker's stack), clone,
-//! sigprocmask, sigwait, kill, wait4, seccomp, execve (through execvp),
-//! send of an 8-byte report, `_exit`.
+//! Why shared memory: a fork copies the stub's page tables, both sides
+//! then take copy-on-write faults, and init's exit tears its copy down,
+//! all between the caller's start of the helper and its end (README,
+//! "Measured"). The price is discipline: init and the worker run while
+//! the stub runs on, so they read only `'static` data prepared before
+//! init starts (the command line is leaked by main.rs, the filters are
+//! embedded, the rest is copied into init's closure), write nothing but
+//! their own stacks, never allocate, and make system calls only through
+//! `sys`'s raw wrappers, which leave libc's errno alone: prctl
+//! (PDEATHSIG, no_new_privs), ppoll, mount, openat/write/close, mmap and
+//! mprotect (the worker's stack), clone, rt_sigprocmask,
+//! rt_sigtimedwait, kill, wait4, seccomp, sendmsg, execve (through
+//! execvp's search), write of an 8-byte report, `_exit`.
 //!
 //! The control channel is a SOCK_SEQPACKET pair: the inner processes write
 //! fixed 8-byte reports to their end (close-on-exec, so the command never
 //! holds it); the stub reads them once its child is reaped. The inner end
 //! also tells init whether the stub is still alive (POLLHUP once it is not).
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 use nix::errno::Errno;
-use nix::mount::{MsFlags, mount};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use crate::error::{EXIT_SETUP, Error, Step};
 use crate::filter::Filters;
 use crate::observe::Observer;
-use crate::sys::{self, ExecArgs, Forked};
+use crate::sys::{self, ExecArgs};
 use crate::worker;
 
 /// Signals relayed from the stub to init and from init to the worker.
@@ -63,10 +69,16 @@ pub const FORWARDED: [Signal; 6] = [
 /// The worker's stack: its deepest path is execvp's search (a PATH-sized
 /// buffer) under a few frames.
 const WORKER_STACK: usize = 128 * 1024;
+/// init's stack: the worker's start and the signal loop, shallow.
+const INIT_STACK: usize = 64 * 1024;
 
-/// What the inner processes need, prepared before the first fork.
-pub struct Plan<'a> {
-    pub exec: &'a ExecArgs,
+/// What the inner processes need, prepared before init starts. init
+/// runs in the stub's memory while the stub goes on (sys::spawn_shared),
+/// so all of it is `'static`: the command line is leaked by main.rs, the
+/// filters are embedded.
+#[derive(Clone, Copy)]
+pub struct Plan {
+    pub exec: &'static ExecArgs,
     pub filters: Filters,
     /// Write 0 to `max_user_namespaces` (the helper made the user namespace
     /// and nesting is not allowed).
@@ -137,11 +149,13 @@ pub struct Outcome {
     pub observe_errors: Vec<String>,
 }
 
-/// The inner end of the control channel, as seen by init and the worker.
+/// The inner end of the control channel, as seen by init and the worker
+/// (a descriptor number: they share the stub's memory, not its file
+/// table, and close what they do not need with raw calls).
 #[derive(Clone, Copy)]
-pub struct Channel<'a>(BorrowedFd<'a>);
+pub struct Channel(RawFd);
 
-impl Channel<'_> {
+impl Channel {
     /// Sends a report; failure to send is ignored (the exit code still
     /// tells the stub something went wrong).
     pub fn report(self, kind: Kind, step: Step, errno: Errno) {
@@ -151,7 +165,7 @@ impl Channel<'_> {
             errno: errno as i32,
         }
         .encode();
-        let _ = nix::unistd::write(self.0, &bytes);
+        let _ = sys::raw_write(self.0, &bytes);
     }
 
     /// Reports a fatal failure and leaves with the setup exit code.
@@ -173,12 +187,12 @@ fn signal_set() -> SigSet {
 /// Builds the tree and supervises it; returns once the command is done.
 /// With an `observer`, the worker installs the observe filter and the stub
 /// serves its notifications.
-pub fn run(plan: &Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, Error> {
+pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, Error> {
     let set = signal_set();
     // An inherited SIG_IGN for SIGCHLD would make the kernel reap for us.
     sys::set_default_disposition(libc::SIGCHLD).map_err(|e| Error::setup(Step::Signals, e))?;
-    // Blocked before the fork, so no signal can arrive unhandled between
-    // fork and the first sigwait; the worker restores `original`.
+    // Blocked before init starts, so no signal can arrive unhandled between
+    // its start and the first sigwait; the worker restores `original`.
     let mut original = SigSet::empty();
     sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut original))
         .map_err(|e| Error::setup(Step::Signals, e))?;
@@ -212,46 +226,50 @@ pub fn run(plan: &Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, 
     // user namespace (and, for a root caller, its capabilities there). Where
     // the fresh /proc is refused (under bubblewrap's --proc) the command can
     // see the stub; non-dumpable, its memory and /proc files are closed to
-    // the command. Set before the fork, so there is no window.
+    // the command. Set before init starts, so there is no window.
     prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
 
-    match sys::fork().map_err(|e| Error::setup(Step::Fork, e))? {
-        Forked::Child => {
-            drop(ours);
-            let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
-                drop(stub_end);
-                inner_end
-            });
-            inner_init(plan, &set, &original, theirs, listener_chan)
-        }
-        Forked::Parent(child) => {
-            drop(theirs);
-            let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
-                drop(inner_end);
-                stub_end
-            });
-            let child = Pid::from_raw(child);
-            // The stub needs none of what the filters refuse; filtered, it is
-            // no way around them even if the command got hold of it. Here,
-            // not before the fork: init would inherit them, and the worker
-            // installs its own while this runs.
-            if let Err(e) = filter_stub(plan) {
-                let _ = kill(child, Signal::SIGKILL);
-                let _ = waitpid(child, None);
-                return Err(e);
-            }
-            let status = match (observer, listener_chan) {
-                (Some(obs), Some(chan)) => serve(child, &set, obs, chan, &mut observe_errors),
-                _ => supervise(child, &set),
-            }
-            .map_err(|e| Error::setup(Step::Wait, e))?;
-            Ok(Outcome {
-                status,
-                reports: read_reports(&ours),
-                observe_errors,
-            })
-        }
+    // init's stack, its for the life of this process (sys::spawn_shared).
+    let init_stack = sys::Stack::new(INIT_STACK).map_err(|e| Error::setup(Step::Fork, e))?;
+    // What init gets: copies and descriptor numbers, nothing borrowed.
+    let inner = InitArgs {
+        plan,
+        set,
+        original,
+        chan: Channel(theirs.as_raw_fd()),
+        listener_chan: listener_pair.as_ref().map(|(_, inner)| inner.as_raw_fd()),
+        stub_ends: [
+            Some(ours.as_raw_fd()),
+            listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
+        ],
+    };
+    let child = sys::spawn_shared(init_stack, move || inner_init(inner))
+        .map_err(|e| Error::setup(Step::Fork, e))?;
+    drop(theirs);
+    let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
+        drop(inner_end);
+        stub_end
+    });
+    let child = Pid::from_raw(child);
+    // The stub needs none of what the filters refuse; filtered, it is no
+    // way around them even if the command got hold of it. Here, not before
+    // init starts: init would inherit them, and the worker installs its
+    // own while this runs.
+    if let Err(e) = filter_stub(&plan) {
+        let _ = kill(child, Signal::SIGKILL);
+        let _ = waitpid(child, None);
+        return Err(e);
     }
+    let status = match (observer, listener_chan) {
+        (Some(obs), Some(chan)) => serve(child, &set, obs, chan, &mut observe_errors),
+        _ => supervise(child, &set),
+    }
+    .map_err(|e| Error::setup(Step::Wait, e))?;
+    Ok(Outcome {
+        status,
+        reports: read_reports(&ours),
+        observe_errors,
+    })
 }
 
 fn filter_stub(plan: &Plan) -> Result<(), Error> {
@@ -267,9 +285,10 @@ fn filter_stub(plan: &Plan) -> Result<(), Error> {
 
 /// Relays the forwarded signals to `child` and reaps every child until
 /// `child` itself is reaped; returns its status (code, or 128+signal).
+/// Raw calls only: init runs this in shared memory.
 fn supervise(child: Pid, set: &SigSet) -> Result<i32, Errno> {
     loop {
-        let sig = sys::sigwait(set.as_ref()).map_err(|e| crate::error::errno(&e))?;
+        let sig = sys::sigwait(set.as_ref())?;
         if let Some(status) = on_signal(child, sig)? {
             return Ok(status);
         }
@@ -281,23 +300,18 @@ fn supervise(child: Pid, set: &SigSet) -> Result<i32, Errno> {
 fn on_signal(child: Pid, sig: libc::c_int) -> Result<Option<i32>, Errno> {
     if sig != libc::SIGCHLD {
         // ESRCH: the child is already gone; its SIGCHLD is pending.
-        if let Ok(sig) = Signal::try_from(sig) {
-            let _ = kill(child, sig);
-        }
+        let _ = sys::raw_kill(child.as_raw(), sig);
         return Ok(None);
     }
-    loop {
-        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == child => return Ok(Some(code)),
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
-                return Ok(Some(128 + sig as i32));
-            }
-            Ok(WaitStatus::StillAlive) => return Ok(None),
-            Ok(_) => continue,
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e),
+    while let Some((pid, ended)) = sys::reap_any()? {
+        if pid == child.as_raw() {
+            return Ok(Some(match ended {
+                sys::Ended::Exited(code) => code,
+                sys::Ended::Signaled(sig) => 128 + sig,
+            }));
         }
     }
+    Ok(None)
 }
 
 /// [`supervise`] for an observed run: also takes the observe filter's
@@ -392,52 +406,57 @@ fn read_reports(ours: &OwnedFd) -> Vec<Report> {
     reports
 }
 
-/// PID 1 of the new PID namespace. Never returns.
-fn inner_init(
-    plan: &Plan,
-    set: &SigSet,
-    original: &SigSet,
-    chan_fd: OwnedFd,
-    listener_chan: Option<OwnedFd>,
-) -> ! {
-    // `chan_fd` lives until this process exits (this function never
-    // returns); close-on-exec, the worker holds it until its exec.
-    let chan = Channel(chan_fd.as_fd());
+/// What init starts with: copies and descriptor numbers only.
+struct InitArgs {
+    plan: Plan,
+    set: SigSet,
+    original: SigSet,
+    chan: Channel,
+    listener_chan: Option<RawFd>,
+    /// The stub's ends of the channels: init's copies are closed.
+    stub_ends: [Option<RawFd>; 2],
+}
 
-    if let Err(e) = prctl::set_pdeathsig(Signal::SIGKILL) {
+/// PID 1 of the new PID namespace. Never returns. Runs in the stub's
+/// memory while the stub runs on (sys::spawn_shared): raw system calls
+/// only, no allocation, nothing written but its own stack.
+fn inner_init(args: InitArgs) -> ! {
+    let InitArgs {
+        plan,
+        set,
+        original,
+        chan,
+        listener_chan,
+        stub_ends,
+    } = args;
+    for fd in stub_ends.into_iter().flatten() {
+        sys::raw_close(fd);
+    }
+    if let Err(e) = sys::set_pdeathsig(libc::SIGKILL) {
         chan.fail(Step::ParentDeathSignal, e);
     }
     // The stub may have died before the prctl took effect: its end of the
     // channel is then closed and ours reports POLLHUP.
-    let mut fds = [PollFd::new(chan.0, PollFlags::empty())];
-    match poll(&mut fds, PollTimeout::ZERO) {
-        Ok(_) => {
-            let hup = fds[0]
-                .revents()
-                .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR));
-            if hup {
-                sys::exit_now(EXIT_SETUP);
-            }
-        }
+    match sys::peer_closed(chan.0) {
+        Ok(false) => {}
+        Ok(true) => sys::exit_now(EXIT_SETUP),
         Err(e) => chan.fail(Step::ParentDeathSignal, e),
     }
-    // Non-dumpable already: the flag belongs to the memory map, which the
-    // fork copied from the stub after it cleared the flag.
-    if let Err(e) = mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
+    // Non-dumpable already: the flag belongs to the memory map, which is
+    // the stub's, cleared before init started.
+    if let Err(e) = sys::raw_mount(
+        c"none",
+        c"/",
+        None,
+        (libc::MS_REC | libc::MS_PRIVATE) as libc::c_ulong,
     ) {
         chan.fail(Step::MountPrivate, e);
     }
-    match mount(
-        Some("proc"),
-        "/proc",
-        Some("proc"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        None::<&str>,
+    match sys::raw_mount(
+        c"proc",
+        c"/proc",
+        Some(c"proc"),
+        (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) as libc::c_ulong,
     ) {
         Ok(()) => {}
         // A masked /proc (unprivileged containers) refuses a new instance.
@@ -445,42 +464,27 @@ fn inner_init(
         Err(e) => chan.fail(Step::MountProc, e),
     }
     if plan.limit_userns {
-        if let Err(e) = limit_user_namespaces() {
+        if let Err(e) = sys::write_file(c"/proc/sys/user/max_user_namespaces", b"0\n") {
             chan.report(Kind::Warning, Step::LimitUserns, e);
         }
     }
-    // mmap, not the allocator: this process is a forked child. Unmapped
-    // with this process's memory when it exits.
+    // A raw mmap, in the shared memory; never unmapped (init exits, and
+    // the stub soon after).
     let mut worker_stack = match sys::Stack::new(WORKER_STACK) {
         Ok(stack) => stack,
         Err(e) => chan.fail(Step::ForkWorker, crate::error::errno(&e)),
     };
-    let worker = sys::spawn_vfork(&mut worker_stack, || {
-        worker::run(
-            plan,
-            original,
-            chan,
-            listener_chan.as_ref().map(|c| c.as_fd()),
-        );
+    let worker = sys::spawn_vfork(&mut worker_stack, move || {
+        worker::run(plan, original, chan, listener_chan);
     });
+    std::mem::forget(worker_stack);
     match worker {
         Err(e) => chan.fail(Step::ForkWorker, crate::error::errno(&e)),
-        Ok(pid) => match supervise(Pid::from_raw(pid), set) {
+        Ok(pid) => match supervise(Pid::from_raw(pid), &set) {
             Ok(status) => sys::exit_now(status),
             Err(e) => chan.fail(Step::Wait, e),
         },
     }
-}
-
-fn limit_user_namespaces() -> Result<(), Errno> {
-    use nix::fcntl::{OFlag, open};
-    use nix::sys::stat::Mode;
-    let fd = open(
-        "/proc/sys/user/max_user_namespaces",
-        OFlag::O_WRONLY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )?;
-    nix::unistd::write(&fd, b"0\n").map(drop)
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! The only module with `unsafe`: thin wrappers over the syscalls that `nix`
-//! does not offer as safe functions, each returning `io::Result`.
+//! does not offer as safe functions, and the raw system calls of the
+//! processes that run in the outer stub's memory (init and the worker:
+//! see "Raw system calls" below and [`spawn_shared`]).
 //!
-//! Everything here is safe to call after `fork` in this process: no wrapper
-//! allocates, formats or panics (the exceptions, used only before the first
-//! fork, say so).
+//! No wrapper allocates, formats or panics (the exceptions, used only
+//! before the first child, say so).
 #![allow(unsafe_code)]
 
 use std::ffi::{CStr, CString, OsStr};
@@ -28,13 +29,14 @@ pub enum Forked {
     Child,
 }
 
-/// `fork(2)`.
+/// `fork(2)` (the race tester's load processes and probes; the helper's own
+/// tree is made with [`spawn_shared`] and [`spawn_vfork`]).
 pub fn fork() -> io::Result<Forked> {
     // SAFETY: this process never has more than one thread (no dependency
     // starts one; `threads::wait_single_threaded` checks it before the
     // namespace entry), so the child's copy of every lock and allocator
-    // state is consistent. Children only run the allocation-free code paths
-    // documented in `supervise.rs` and `worker.rs` before exec or `_exit`.
+    // state is consistent. Children only run allocation-free code before
+    // exec or `_exit`.
     let pid = unsafe { libc::fork() };
     match pid {
         -1 => Err(io::Error::last_os_error()),
@@ -43,55 +45,457 @@ pub fn fork() -> io::Result<Forked> {
     }
 }
 
-/// A stack for [`spawn_vfork`]: anonymous memory with an inaccessible
-/// guard page below it, so an overflow faults instead of writing into the
-/// memory the child shares with its parent.
+// ---------------------------------------------------------------------------
+// Raw system calls.
+//
+// init runs in the outer stub's memory while the stub runs on, and the
+// worker in the same memory until its exec ([`spawn_shared`],
+// [`spawn_vfork`]). libc's errno is a word in that memory which the stub
+// reads after its own failed calls, so init and the worker must not write
+// it, nor any other libc state: they make system calls only through these
+// wrappers, which issue the instruction directly and return the kernel's
+// -errno as the value.
+
+/// The system call instruction: `nr` with six arguments; the kernel's
+/// return value, -4095..=-1 being an error.
+///
+/// # Safety
+/// The arguments must be valid for `nr` as the kernel reads them: every
+/// pointer must point to memory of the size and kind that call expects,
+/// alive for the call.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+unsafe fn syscall6(nr: libc::c_long, a: [usize; 6]) -> isize {
+    let ret: isize;
+    // SAFETY: the caller vouches for the arguments; `syscall` clobbers
+    // rcx and r11 only, declared; memory may be read or written (no
+    // `nomem`), as the call's pointers direct.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") nr as isize => ret,
+            in("rdi") a[0],
+            in("rsi") a[1],
+            in("rdx") a[2],
+            in("r10") a[3],
+            in("r8") a[4],
+            in("r9") a[5],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// As the x86_64 version.
+///
+/// # Safety
+/// As the x86_64 version.
+#[cfg(target_arch = "aarch64")]
+#[inline]
+unsafe fn syscall6(nr: libc::c_long, a: [usize; 6]) -> isize {
+    let ret: isize;
+    // SAFETY: the caller vouches for the arguments; `svc 0` returns in x0
+    // and preserves every other register.
+    unsafe {
+        std::arch::asm!(
+            "svc 0",
+            in("x8") nr,
+            inlateout("x0") a[0] as isize => ret,
+            in("x1") a[1],
+            in("x2") a[2],
+            in("x3") a[3],
+            in("x4") a[4],
+            in("x5") a[5],
+            options(nostack),
+        );
+    }
+    ret
+}
+
+fn raw_result(ret: isize) -> Result<usize, Errno> {
+    if (-4095..0).contains(&ret) {
+        Err(Errno::from_raw(-ret as i32))
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// A system call whose arguments are plain numbers (no pointer the kernel
+/// would follow).
+fn numeric(nr: libc::c_long, a: [usize; 6]) -> Result<usize, Errno> {
+    // SAFETY: callers below pass only integers, file descriptors and
+    // signal numbers, which the kernel checks itself.
+    raw_result(unsafe { syscall6(nr, a) })
+}
+
+/// `write(fd, buf)`: the bytes written.
+pub fn raw_write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
+    // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_write,
+            [fd as usize, buf.as_ptr() as usize, buf.len(), 0, 0, 0],
+        )
+    })
+}
+
+/// `close(fd)`; the result is of no use to a process that is done with
+/// the descriptor.
+pub fn raw_close(fd: RawFd) {
+    let _ = numeric(libc::SYS_close, [fd as usize, 0, 0, 0, 0, 0]);
+}
+
+/// `prctl(PR_SET_PDEATHSIG, sig)`.
+pub fn set_pdeathsig(sig: libc::c_int) -> Result<(), Errno> {
+    numeric(
+        libc::SYS_prctl,
+        [libc::PR_SET_PDEATHSIG as usize, sig as usize, 0, 0, 0, 0],
+    )
+    .map(drop)
+}
+
+/// `prctl(PR_SET_NO_NEW_PRIVS, 1)`.
+pub fn set_no_new_privs() -> Result<(), Errno> {
+    numeric(
+        libc::SYS_prctl,
+        [libc::PR_SET_NO_NEW_PRIVS as usize, 1, 0, 0, 0, 0],
+    )
+    .map(drop)
+}
+
+/// `kill(pid, sig)`.
+pub fn raw_kill(pid: libc::pid_t, sig: libc::c_int) -> Result<(), Errno> {
+    numeric(libc::SYS_kill, [pid as usize, sig as usize, 0, 0, 0, 0]).map(drop)
+}
+
+/// Whether the other end of the socket `fd` is closed: `ppoll` with no
+/// events asked and a zero timeout reports POLLHUP (or POLLERR) alone.
+pub fn peer_closed(fd: RawFd) -> Result<bool, Errno> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    let zero = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: one pollfd, writable; a timespec, readable; no signal mask.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_ppoll,
+            [
+                (&raw mut pfd) as usize,
+                1,
+                (&raw const zero) as usize,
+                0,
+                8,
+                0,
+            ],
+        )
+    })?;
+    Ok(pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0)
+}
+
+/// `mount(source, target, fstype, flags, NULL)`.
+pub fn raw_mount(
+    source: &CStr,
+    target: &CStr,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+) -> Result<(), Errno> {
+    let fstype = fstype.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: NUL-terminated strings (or null for the type), no data.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_mount,
+            [
+                source.as_ptr() as usize,
+                target.as_ptr() as usize,
+                fstype as usize,
+                flags as usize,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// Writes `bytes` to the existing file `path` (openat, write, close).
+pub fn write_file(path: &CStr, bytes: &[u8]) -> Result<(), Errno> {
+    // SAFETY: a NUL-terminated path; no mode is read without O_CREAT.
+    let fd = raw_result(unsafe {
+        syscall6(
+            libc::SYS_openat,
+            [
+                libc::AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                (libc::O_WRONLY | libc::O_CLOEXEC) as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })? as RawFd;
+    let written = raw_write(fd, bytes);
+    raw_close(fd);
+    match written? {
+        n if n == bytes.len() => Ok(()),
+        _ => Err(Errno::EIO),
+    }
+}
+
+/// `rt_sigprocmask(SIG_SETMASK, set, NULL)`.
+pub fn set_sigmask(set: &libc::sigset_t) -> Result<(), Errno> {
+    // SAFETY: `set` is a whole sigset_t; the kernel reads its first
+    // _NSIG/8 = 8 bytes (the size passed), as libc does.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_rt_sigprocmask,
+            [
+                libc::SIG_SETMASK as usize,
+                set as *const _ as usize,
+                0,
+                8,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// Waits for one of the signals in `set` (which must be blocked) and
+/// returns its number; retries EINTR. (nix's `SigSet::wait` reads
+/// sigwait's positive error return as success and unwraps an
+/// uninitialised signal, a panic.)
+pub fn sigwait(set: &libc::sigset_t) -> Result<libc::c_int, Errno> {
+    loop {
+        // SAFETY: `set` as in `set_sigmask`; no siginfo, no timeout.
+        match raw_result(unsafe {
+            syscall6(
+                libc::SYS_rt_sigtimedwait,
+                [set as *const _ as usize, 0, 0, 8, 0, 0],
+            )
+        }) {
+            Ok(sig) => return Ok(sig as libc::c_int),
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// How a reaped child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    Exited(libc::c_int),
+    Signaled(libc::c_int),
+}
+
+/// `wait4(-1, WNOHANG)`: a child that has ended, if any. Stopped or
+/// continued children are not asked for, so every `Some` is a reaped one.
+pub fn reap_any() -> Result<Option<(libc::pid_t, Ended)>, Errno> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: one writable int for the status; no rusage.
+    let pid = raw_result(unsafe {
+        syscall6(
+            libc::SYS_wait4,
+            [
+                -1isize as usize,
+                (&raw mut status) as usize,
+                libc::WNOHANG as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })? as libc::pid_t;
+    if pid == 0 {
+        return Ok(None);
+    }
+    let ended = if libc::WIFSIGNALED(status) {
+        Ended::Signaled(libc::WTERMSIG(status))
+    } else {
+        Ended::Exited(libc::WEXITSTATUS(status))
+    };
+    Ok(Some((pid, ended)))
+}
+
+/// A stack for [`spawn_shared`] and [`spawn_vfork`]: anonymous memory with
+/// an inaccessible guard page below it, so an overflow faults instead of
+/// writing into the memory the child shares with its parent.
 pub struct Stack {
-    base: *mut libc::c_void,
+    base: usize,
     len: usize,
 }
 
 impl Stack {
     const GUARD: usize = 4096;
+    /// What must stay free below the child's entry closure.
+    const MIN_FREE: usize = 16 * 1024;
 
     /// `usable` bytes of stack (rounded up to pages) plus the guard page.
     pub fn new(usable: usize) -> io::Result<Stack> {
         let len = usable.div_ceil(Self::GUARD) * Self::GUARD + Self::GUARD;
-        // SAFETY: a fresh private anonymous mapping; no existing memory is
-        // affected. The result is checked before use.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let prot = (libc::PROT_READ | libc::PROT_WRITE) as usize;
+        let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK) as usize;
+        // SAFETY: a fresh private anonymous mapping (no address asked for,
+        // no file), which affects no existing memory.
+        let base =
+            raw_result(unsafe { syscall6(libc::SYS_mmap, [0, len, prot, flags, usize::MAX, 0]) })
+                .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
         let stack = Stack { base, len };
         // SAFETY: the first page of the mapping made above, owned by `stack`.
-        if unsafe { libc::mprotect(base, Self::GUARD, libc::PROT_NONE) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        raw_result(unsafe {
+            syscall6(
+                libc::SYS_mprotect,
+                [base, Self::GUARD, libc::PROT_NONE as usize, 0, 0, 0],
+            )
+        })
+        .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
         Ok(stack)
-    }
-
-    /// The 16-byte aligned top (stacks grow down on x86_64 and aarch64).
-    fn top(&mut self) -> *mut libc::c_void {
-        ((self.base as usize + self.len) & !15) as *mut libc::c_void
     }
 }
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, unmapped once; no child runs
-        // on it any more (`spawn_vfork` returns only after the child has
-        // exec'd or exited).
-        unsafe { libc::munmap(self.base, self.len) };
+        // SAFETY: the mapping made in `new`, unmapped once. A stack still
+        // in use is never dropped: `spawn_vfork` returns only after its
+        // child has exec'd or exited, and `spawn_shared` keeps its stack.
+        let _ =
+            raw_result(unsafe { syscall6(libc::SYS_munmap, [self.base, self.len, 0, 0, 0, 0]) });
+    }
+}
+
+/// `clone(flags, stack_top)`; the child calls `f(arg)` on the new stack
+/// and exits with its return value, never coming back here.
+///
+/// # Safety
+/// `stack_top` must be the 16-byte aligned top of memory the child may use
+/// as its stack for its whole life; `f(arg)` must be sound to run in the
+/// child on that stack.
+#[cfg(target_arch = "x86_64")]
+unsafe fn clone_call(
+    flags: usize,
+    stack_top: usize,
+    f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+) -> isize {
+    let ret: isize;
+    // SAFETY: as the caller guarantees. The child branch (rax == 0) runs
+    // on the new stack only, from registers it got as copies (r12, r13 are
+    // preserved across `syscall`), and ends in `exit`; the parent branch
+    // returns the pid or -errno with only rcx and r11 clobbered.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "mov rdi, r13",
+            "call r12",
+            "mov edi, eax",
+            "mov eax, {exit}",
+            "syscall",
+            "ud2",
+            "2:",
+            exit = const libc::SYS_exit,
+            inlateout("rax") libc::SYS_clone as isize => ret,
+            in("rdi") flags,
+            in("rsi") stack_top,
+            in("rdx") 0usize,
+            in("r10") 0usize,
+            in("r8") 0usize,
+            in("r12") f,
+            in("r13") arg,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// As the x86_64 version.
+///
+/// # Safety
+/// As the x86_64 version.
+#[cfg(target_arch = "aarch64")]
+unsafe fn clone_call(
+    flags: usize,
+    stack_top: usize,
+    f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+) -> isize {
+    let ret: isize;
+    // SAFETY: as the x86_64 version; x20 and x21 survive `svc 0`, and the
+    // child's `blr` (which sets x30) never returns to compiled code.
+    unsafe {
+        std::arch::asm!(
+            "svc 0",
+            "cbnz x0, 2f",
+            "mov x0, x21",
+            "blr x20",
+            "mov x8, {exit}",
+            "svc 0",
+            "brk 0",
+            "2:",
+            exit = const libc::SYS_exit,
+            in("x8") libc::SYS_clone,
+            inlateout("x0") flags as isize => ret,
+            in("x1") stack_top,
+            in("x2") 0usize,
+            in("x3") 0usize,
+            in("x4") 0usize,
+            in("x20") f,
+            in("x21") arg,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// Starts a child that runs `child` on `stack` in this process's memory
+/// (`CLONE_VM`) with `flags` added. `child` is moved to the top of the
+/// stack, so it outlives this call; the child runs it, and exits with the
+/// set-up failure status should it return.
+fn spawn_on<F: FnOnce()>(
+    stack: &mut Stack,
+    flags: libc::c_int,
+    child: F,
+) -> io::Result<libc::pid_t> {
+    extern "C" fn entry<F: FnOnce()>(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the `F` that `spawn_on` wrote at the top of this
+        // child's stack, read once, here.
+        let child = unsafe { std::ptr::read(arg.cast::<F>()) };
+        child();
+        exit_now(crate::error::EXIT_SETUP)
+    }
+    let top = (stack.base + stack.len) & !15;
+    let align = std::mem::align_of::<F>().max(16);
+    let slot = (top - std::mem::size_of::<F>()) & !(align - 1);
+    if slot < stack.base + Stack::GUARD + Stack::MIN_FREE {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: `slot` lies in the stack's writable part (checked above), is
+    // aligned for `F` and sized for it, and nothing else uses that memory.
+    unsafe { std::ptr::write(slot as *mut F, child) };
+    let flags = (libc::CLONE_VM | flags) as usize;
+    // SAFETY: the child's stack pointer starts at `slot` (16-byte aligned,
+    // below the closure), in the stack's writable part; `entry::<F>` reads
+    // the closure once and never returns. The caller's duties for running
+    // in shared memory are stated on `spawn_shared` and `spawn_vfork`.
+    let ret = unsafe { clone_call(flags, slot, entry::<F>, slot as *mut libc::c_void) };
+    match raw_result(ret) {
+        Ok(pid) => Ok(pid as libc::pid_t),
+        Err(e) => {
+            // No child: the closure is still ours to drop.
+            // SAFETY: written above and not read by any child.
+            unsafe { std::ptr::drop_in_place(slot as *mut F) };
+            Err(io::Error::from_raw_os_error(e as i32))
+        }
     }
 }
 
@@ -99,41 +503,30 @@ impl Drop for Stack {
 /// The child runs `child` on `stack` in this process's memory, and this
 /// process sleeps until the child execs or exits; no page tables are
 /// copied and no page is copied on write afterwards. `child` must not
-/// allocate, free or write anything this process reads after it resumes
-/// (beyond errno), and should exec or `_exit`; if it returns, the child
-/// exits with the set-up failure status.
+/// allocate, free or write anything this process reads after it resumes,
+/// must make system calls only through this module's raw wrappers (others
+/// may share this memory: see [`spawn_shared`]), and should exec or
+/// `_exit`.
 pub fn spawn_vfork<F: FnOnce()>(stack: &mut Stack, child: F) -> io::Result<libc::pid_t> {
-    extern "C" fn trampoline<F: FnOnce()>(arg: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: `arg` is the `Option<F>` below, alive in the suspended
-        // parent's frame for the whole life of this child, and taken once.
-        let child = unsafe { &mut *arg.cast::<Option<F>>() };
-        if let Some(f) = child.take() {
-            f();
-        }
-        // `child` was to exec or `_exit`: it must not return into the
-        // parent's frames, so a return ends the child here.
-        exit_now(crate::error::EXIT_SETUP)
-    }
-    let mut slot = Some(child);
-    let top = stack.top();
-    // SAFETY: CLONE_VFORK suspends this process until the child execs or
-    // exits, so the two never run at once on the shared memory; the child
-    // runs on `stack`, which outlives the call, and never returns into this
-    // frame (the trampoline ends in `_exit`).
-    // Signal handlers, which could run in the child on shared memory: the
-    // helper installs none. musl's `clone` with CLONE_VM calls the raw
-    // clone without touching its own state.
-    let pid = unsafe {
-        libc::clone(
-            trampoline::<F>,
-            top,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&raw mut slot).cast::<libc::c_void>(),
-        )
-    };
-    if pid == -1 {
-        return Err(io::Error::last_os_error());
-    }
+    spawn_on(stack, libc::CLONE_VFORK | libc::SIGCHLD, child)
+}
+
+/// Starts a child that runs on in this process's memory (`CLONE_VM`), with
+/// its own file table, signal handlers and mask, credentials and
+/// namespaces, while this process goes on: init, made this way, needs no
+/// copy of the stub's page tables and leaves none to tear down, and the
+/// stub takes no copy-on-write faults after it.
+///
+/// The two then run at once on one memory, so `child` (and everything it
+/// runs) must: touch no memory this process writes after the call (it
+/// takes `'static` data: leaked or static, never freed); allocate or free
+/// nothing; and make system calls only through this module's raw
+/// wrappers, which leave errno and all other libc state alone. init and
+/// the worker keep to that (supervise.rs, worker.rs). The stack is the
+/// child's for the rest of this process's life: never unmapped.
+pub fn spawn_shared<F: FnOnce() + 'static>(mut stack: Stack, child: F) -> io::Result<libc::pid_t> {
+    let pid = spawn_on(&mut stack, libc::SIGCHLD, child)?;
+    std::mem::forget(stack);
     Ok(pid)
 }
 
@@ -198,7 +591,7 @@ impl ExecArgs {
 }
 
 /// `execve(path, argv, environ)`; returns the error (it returns only on
-/// failure).
+/// failure). Raw: the worker runs in shared memory.
 fn execve(path: &CStr, argv: *const *const libc::c_char) -> Errno {
     unsafe extern "C" {
         static environ: *const *const libc::c_char;
@@ -206,9 +599,21 @@ fn execve(path: &CStr, argv: *const *const libc::c_char) -> Errno {
     // SAFETY: `path` is NUL-terminated; `argv` is one of an `ExecArgs`'
     // null-terminated vectors, whose strings it owns and outlives this call;
     // `environ` is the C library's null-terminated environment, which this
-    // single-threaded process only changes before its first fork.
-    unsafe { libc::execve(path.as_ptr(), argv, environ) };
-    Errno::last()
+    // process only changes before its first fork.
+    let ret = unsafe {
+        syscall6(
+            libc::SYS_execve,
+            [
+                path.as_ptr() as usize,
+                argv as usize,
+                environ as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    raw_result(ret).err().unwrap_or(Errno::EINVAL)
 }
 
 /// `execve` with glibc's fallback: a file refused with ENOEXEC runs as
@@ -289,6 +694,19 @@ pub fn search(path: &[u8], file: &CStr, mut exec: impl FnMut(&CStr) -> Errno) ->
 /// `prog` must be a validated program (see `filter::Program`): a whole
 /// number of 8-byte `sock_filter` instructions, 1..=4096 of them.
 pub fn install_filter(prog: &'static [u8]) -> io::Result<()> {
+    seccomp_filter(prog, 0).map(drop)
+}
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+/// prog)`: installs `prog` and returns its notification listener.
+pub fn install_filter_listener(prog: &'static [u8]) -> io::Result<OwnedFd> {
+    let fd = seccomp_filter(prog, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)? as RawFd;
+    // SAFETY: with this flag the kernel returns a new file descriptor, owned
+    // here only.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn seccomp_filter(prog: &'static [u8], flags: libc::c_ulong) -> io::Result<usize> {
     let fprog = libc::sock_fprog {
         len: (prog.len() / 8) as libc::c_ushort,
         filter: prog.as_ptr() as *mut libc::sock_filter,
@@ -297,36 +715,19 @@ pub fn install_filter(prog: &'static [u8]) -> io::Result<()> {
     // (copy_from_user, so alignment does not matter); `filter::Program`
     // guarantees the slice holds exactly that many, and it is `'static`.
     let ret = unsafe {
-        libc::syscall(
+        syscall6(
             libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0 as libc::c_uint,
-            &fprog as *const libc::sock_fprog,
+            [
+                libc::SECCOMP_SET_MODE_FILTER as usize,
+                flags as usize,
+                (&raw const fprog) as usize,
+                0,
+                0,
+                0,
+            ],
         )
     };
-    check(ret).map(drop)
-}
-
-/// `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-/// prog)`: installs `prog` and returns its notification listener.
-pub fn install_filter_listener(prog: &'static [u8]) -> io::Result<OwnedFd> {
-    let fprog = libc::sock_fprog {
-        len: (prog.len() / 8) as libc::c_ushort,
-        filter: prog.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: as in `install_filter`; on success the kernel returns a new
-    // file descriptor that nothing else owns.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-            &fprog as *const libc::sock_fprog,
-        )
-    };
-    let fd = check(ret)? as RawFd;
-    // SAFETY: `fd` was just returned by the kernel and is owned here only.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    raw_result(ret).map_err(|e| io::Error::from_raw_os_error(e as i32))
 }
 
 /// The message of [`send_fd`]: a 4-byte status, plus the fd when it is 0.
@@ -347,7 +748,7 @@ fn msghdr_for(iov: &mut libc::iovec) -> libc::msghdr {
 
 /// Sends `status` (0: `fd` attached; otherwise an errno and no fd) as one
 /// message on a Unix socket, with `fd` in SCM_RIGHTS. No allocation.
-pub fn send_fd(sock: BorrowedFd<'_>, status: i32, fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
+pub fn send_fd(sock: RawFd, status: i32, fd: Option<RawFd>) -> io::Result<()> {
     let mut payload = status.to_ne_bytes();
     let mut iov = libc::iovec {
         iov_base: payload.as_mut_ptr().cast(),
@@ -367,13 +768,27 @@ pub fn send_fd(sock: BorrowedFd<'_>, status: i32, fd: Option<BorrowedFd<'_>>) ->
             (*cmsg).cmsg_level = libc::SOL_SOCKET;
             (*cmsg).cmsg_type = libc::SCM_RIGHTS;
             (*cmsg).cmsg_len = libc::CMSG_LEN(4) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd.as_raw_fd());
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
         }
     }
     // SAFETY: `msg` points at `iov`, `payload` and `control`, all alive for
-    // the call.
-    let ret = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-    check(ret as libc::c_long).map(drop)
+    // the call. Raw: the worker sends this in shared memory.
+    let ret = unsafe {
+        syscall6(
+            libc::SYS_sendmsg,
+            [
+                sock as usize,
+                (&raw const msg) as usize,
+                libc::MSG_NOSIGNAL as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    raw_result(ret)
+        .map(drop)
+        .map_err(|e| io::Error::from_raw_os_error(e as i32))
 }
 
 /// Receives a [`send_fd`] message: the status and the fd, if one came.
@@ -710,25 +1125,6 @@ impl Drop for ExitingThread<'_> {
     fn drop(&mut self) {
         if !self.joined {
             self.spin();
-        }
-    }
-}
-
-/// Waits for one of the signals in `set` (which must be blocked) and
-/// returns its number. nix's `SigSet::wait` reads sigwait's positive error
-/// return as success and unwraps an uninitialised signal, a panic; this
-/// uses sigwaitinfo, which reports errors in errno, and retries EINTR.
-pub fn sigwait(set: &libc::sigset_t) -> io::Result<libc::c_int> {
-    loop {
-        // SAFETY: `set` is a valid, initialised sigset_t for the call; a
-        // null siginfo pointer is allowed and means "not wanted".
-        let sig = unsafe { libc::sigwaitinfo(set, std::ptr::null_mut()) };
-        if sig >= 0 {
-            return Ok(sig);
-        }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EINTR) {
-            return Err(err);
         }
     }
 }

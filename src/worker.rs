@@ -1,33 +1,29 @@
 //! The worker, PID 2: the last steps before the command.
 //!
-//! Runs between clone and exec in init's memory, init suspended
-//! (sys::spawn_vfork): no allocation, no formatting, no panics. Calls
-//! made: sigprocmask, prctl (no_new_privs), seccomp (the unix filter; the
-//! observe filter when the run is observed, whose listener goes to the
-//! stub with one sendmsg and is then closed; the namespaces filter, unless
-//! nesting is allowed), execve (through execvp's PATH search), and on
-//! failure a send of one report and `_exit`. The environment was scrubbed
-//! before any fork (main.rs); inherited file descriptors are left alone.
+//! Runs between clone and exec in the stub's memory, init suspended
+//! (sys::spawn_vfork) and the stub running on: no allocation, no
+//! formatting, no panics, and only `sys`'s raw system calls
+//! (supervise.rs says why). Calls made: rt_sigprocmask, prctl
+//! (no_new_privs), seccomp (the unix filter; the observe filter when the
+//! run is observed, whose listener goes to the stub with one sendmsg and
+//! is then closed; the namespaces filter, unless nesting is allowed),
+//! execve (through execvp's PATH search), and on failure a write of one
+//! report and `_exit`. The environment was scrubbed before init started
+//! (main.rs); inherited file descriptors are left alone.
 
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
-use nix::sys::prctl;
-use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+use nix::sys::signal::SigSet;
 
 use crate::error::{Step, errno, exec_exit_code};
 use crate::supervise::{Channel, Kind, Plan};
 use crate::sys;
 
-pub fn run(
-    plan: &Plan,
-    original_mask: &SigSet,
-    chan: Channel,
-    listener_chan: Option<BorrowedFd>,
-) -> ! {
-    if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(original_mask), None) {
+pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Option<RawFd>) -> ! {
+    if let Err(e) = sys::set_sigmask(original_mask.as_ref()) {
         chan.fail(Step::Signals, e);
     }
-    if let Err(e) = prctl::set_no_new_privs() {
+    if let Err(e) = sys::set_no_new_privs() {
         chan.fail(Step::NoNewPrivs, e);
     }
     if let Err(e) = sys::install_filter(plan.filters.unix.bytes()) {
@@ -39,7 +35,8 @@ pub fn run(
     if let Some(to_stub) = listener_chan {
         match sys::install_filter_listener(plan.filters.observe.bytes()) {
             Ok(listener) => {
-                let _ = sys::send_fd(to_stub, 0, Some(listener.as_fd()));
+                let _ = sys::send_fd(to_stub, 0, Some(listener.as_raw_fd()));
+                sys::raw_close(listener.into_raw_fd());
             }
             Err(e) => {
                 let _ = sys::send_fd(to_stub, errno(&e) as i32, None);
