@@ -178,27 +178,35 @@ fn index(cands: &[Candidate], name: &str) -> Option<usize> {
     cands.iter().position(|c| c.name == name)
 }
 
-fn peak_rss_kb(argv: &[String]) -> Option<f64> {
-    let time = which("time")?;
-    let mut kb = Vec::new();
-    for _ in 0..15 {
-        let out = Command::new(&time)
-            .args(["-f", "%M"])
-            .args(argv)
-            .stdout(Stdio::null())
-            .output()
-            .ok()?;
-        kb.push(
-            String::from_utf8_lossy(&out.stderr)
-                .trim()
-                .lines()
-                .last()?
-                .parse()
-                .ok()?,
-        );
-    }
-    Some(median(kb))
+/// One `/usr/bin/time -f %M` reading: the largest RSS of the process tree.
+fn peak_rss_once(time: &Path, argv: &[String]) -> Option<f64> {
+    let out = Command::new(time)
+        .args(["-f", "%M"])
+        .args(argv)
+        .stdout(Stdio::null())
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stderr)
+        .trim()
+        .lines()
+        .last()?
+        .parse()
+        .ok()
 }
+
+/// Medians of `RSS_RUNS` readings of each command line, taken in turns
+/// (so both see the same page cache and machine state).
+fn peak_rss_kb(a: &[String], b: &[String]) -> Option<(f64, f64)> {
+    let time = which("time")?;
+    let (mut ka, mut kb) = (Vec::new(), Vec::new());
+    for _ in 0..RSS_RUNS {
+        ka.push(peak_rss_once(&time, a)?);
+        kb.push(peak_rss_once(&time, b)?);
+    }
+    Some((median(ka), median(kb)))
+}
+
+const RSS_RUNS: usize = 41;
 
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing
@@ -257,25 +265,23 @@ fn main() {
         );
     }
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let rss = |p: &Path, command: &str| {
-        peak_rss_kb(&[p.to_string_lossy().into_owned(), command.into()])
-            .map_or("-".into(), |k| format!("{k:.0} KB"))
+    let rss = |command: &str| {
+        let argv = |p: &Path| vec![p.to_string_lossy().into_owned(), command.to_string()];
+        peak_rss_kb(&argv(&ours), &argv(&c)).map_or(("-".into(), "-".into()), |(o, c)| {
+            (format!("{o:.0} KB"), format!("{c:.0} KB"))
+        })
     };
     println!("\n| | ours | C helper |");
     println!("|---|---|---|");
     // /usr/bin/time reports the largest RSS of the process tree, which
     // with `true` is `true`'s own; a command that is not found leaves
     // only the helper's processes.
+    let (o, c_kb) = rss("/bin/true");
     println!(
-        "| peak RSS, running `true` (median of 15, host) | {} | {} |",
-        rss(&ours, "/bin/true"),
-        rss(&c, "/bin/true")
+        "| peak RSS, running `true` (median of {RSS_RUNS}, in turns, host; `true`'s own RSS) | {o} | {c_kb} |"
     );
-    println!(
-        "| peak RSS, helper processes only (command not found) | {} | {} |",
-        rss(&ours, "/nonexistent"),
-        rss(&c, "/nonexistent")
-    );
+    let (o, c_kb) = rss("/nonexistent");
+    println!("| peak RSS, helper processes only (command not found) | {o} | {c_kb} |");
     println!(
         "| binary size | {} bytes | {} bytes |",
         size(&ours),
