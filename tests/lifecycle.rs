@@ -96,7 +96,7 @@ fn descends_from(pid: &str, ancestor: u32) -> bool {
 
 /// The host pid of the helper's outer stub: on the host, the child we
 /// spawned; under bubblewrap, the helper process below it whose parent is
-/// not a helper process too (the inner init is a fork of the stub).
+/// not a helper process too (the inner init is a child of the stub).
 fn stub_pid(place: Place, child: &Child) -> Pid {
     if place == Place::Host {
         return Pid::from_raw(child.id() as i32);
@@ -238,7 +238,7 @@ fn the_outer_stub_is_locked_down() {
         let stub = stub_pid(place, &child).to_string();
         // Defence in depth beside the bounding-set drop: filtered as the
         // command is, so holding it would get a command nowhere. The stub
-        // installs them right after the fork, and the command may print
+        // installs them right after starting init, and the command may print
         // before the stub is scheduled: wait (bounded) for them.
         let deadline = Instant::now() + Duration::from_secs(5);
         let status = loop {
@@ -298,8 +298,8 @@ fn a_stub_dying_before_init_arms_pdeathsig_stops_everything() {
             .join(format!("pdeathsig-ran-{}", user.unwrap_or("self")));
         let dir = fixture().dir.clone();
         let mut cmd = std::process::Command::new(&strace);
-        // when=1 is each process's first prctl: the stub's (before its
-        // fork) and init's PR_SET_PDEATHSIG, each held 1 s before it runs.
+        // when=1 is each process's first prctl: the stub's (before init
+        // starts) and init's PR_SET_PDEATHSIG, each held 1 s before it runs.
         cmd.args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=prctl"])
             .args(["-e", "inject=prctl:delay_enter=1000000:when=1"]);
         if let Some(u) = user {
