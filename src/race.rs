@@ -423,7 +423,7 @@ fn in_child(
             Join::Futex => thread.join_futex(),
             Join::Spin => thread.join_spin(),
         },
-        Err(e) => return failed(crate::error::errno(&e)),
+        Err(e) => return failed(e),
     }
     let start = Instant::now();
     let (outcome, retries, polls) = match strategy {

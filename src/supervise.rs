@@ -278,7 +278,7 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
 }
 
 fn filter_stub(plan: &Plan) -> Result<(), Error> {
-    prctl::set_no_new_privs().map_err(|e| Error::setup(Step::NoNewPrivs, e))?;
+    sys::set_no_new_privs().map_err(|e| Error::setup(Step::NoNewPrivs, e))?;
     for program in [Some(plan.filters.unix), plan.filters.namespaces]
         .into_iter()
         .flatten()
@@ -477,14 +477,14 @@ fn inner_init(args: InitArgs) -> ! {
     // the stub soon after).
     let mut worker_stack = match sys::Stack::new(WORKER_STACK) {
         Ok(stack) => stack,
-        Err(e) => chan.fail(Step::ForkWorker, crate::error::errno(&e)),
+        Err(e) => chan.fail(Step::ForkWorker, e),
     };
     let worker = sys::spawn_vfork(&mut worker_stack, move || {
         worker::run(plan, original, chan, listener_chan);
     });
     std::mem::forget(worker_stack);
     match worker {
-        Err(e) => chan.fail(Step::ForkWorker, crate::error::errno(&e)),
+        Err(e) => chan.fail(Step::ForkWorker, e),
         Ok(pid) => match supervise(Pid::from_raw(pid), &set) {
             Ok(status) => sys::exit_now(status),
             Err(e) => chan.fail(Step::Wait, e),

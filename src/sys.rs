@@ -338,15 +338,14 @@ impl Stack {
     const MIN_FREE: usize = 16 * 1024;
 
     /// `usable` bytes of stack (rounded up to pages) plus the guard page.
-    pub fn new(usable: usize) -> io::Result<Stack> {
+    pub fn new(usable: usize) -> Result<Stack, Errno> {
         let len = usable.div_ceil(Self::GUARD) * Self::GUARD + Self::GUARD;
         let prot = (libc::PROT_READ | libc::PROT_WRITE) as usize;
         let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK) as usize;
         // SAFETY: a fresh private anonymous mapping (no address asked for,
         // no file), which affects no existing memory.
         let base =
-            raw_result(unsafe { syscall6(libc::SYS_mmap, [0, len, prot, flags, usize::MAX, 0]) })
-                .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
+            raw_result(unsafe { syscall6(libc::SYS_mmap, [0, len, prot, flags, usize::MAX, 0]) })?;
         let stack = Stack { base, len };
         // SAFETY: the first page of the mapping made above, owned by `stack`.
         raw_result(unsafe {
@@ -354,8 +353,7 @@ impl Stack {
                 libc::SYS_mprotect,
                 [base, Self::GUARD, libc::PROT_NONE as usize, 0, 0, 0],
             )
-        })
-        .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
+        })?;
         Ok(stack)
     }
 }
@@ -370,25 +368,32 @@ impl Drop for Stack {
     }
 }
 
-/// `clone(flags, stack_top)`; the child calls `f(arg)` on the new stack
-/// and exits with its return value, never coming back here.
+/// `clone(flags, stack_top, ptid, ctid)`; the child calls `f(arg)` on the
+/// new stack and exits (`exit`, the task alone) with its return value,
+/// never coming back here. Returns what the parent gets: the new id or
+/// -errno. (musl's `clone()` refuses CLONE_THREAD and sets errno; a child
+/// made by a raw syscall from Rust would return into a Rust frame on a
+/// stack it does not own.)
 ///
 /// # Safety
 /// `stack_top` must be the 16-byte aligned top of memory the child may use
 /// as its stack for its whole life; `f(arg)` must be sound to run in the
-/// child on that stack.
+/// child on that stack; `ptid` and `ctid` must be null or valid for the
+/// kernel to write an i32 for as long as `flags` have it do so.
 #[cfg(target_arch = "x86_64")]
 unsafe fn clone_call(
     flags: usize,
     stack_top: usize,
+    (ptid, ctid): (*mut i32, *mut i32),
     f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
     arg: *mut libc::c_void,
 ) -> isize {
     let ret: isize;
-    // SAFETY: as the caller guarantees. The child branch (rax == 0) runs
-    // on the new stack only, from registers it got as copies (r12, r13 are
+    // SAFETY: as the caller guarantees; x86_64 clone takes (flags, stack,
+    // parent_tid, child_tid, tls). The child branch (rax == 0) runs on the
+    // new stack only, from registers it got as copies (r12, r13 are
     // preserved across `syscall`), and ends in `exit`; the parent branch
-    // returns the pid or -errno with only rcx and r11 clobbered.
+    // returns the id or -errno with only rcx and r11 clobbered.
     unsafe {
         std::arch::asm!(
             "syscall",
@@ -405,8 +410,8 @@ unsafe fn clone_call(
             inlateout("rax") libc::SYS_clone as isize => ret,
             in("rdi") flags,
             in("rsi") stack_top,
-            in("rdx") 0usize,
-            in("r10") 0usize,
+            in("rdx") ptid,
+            in("r10") ctid,
             in("r8") 0usize,
             in("r12") f,
             in("r13") arg,
@@ -418,7 +423,8 @@ unsafe fn clone_call(
     ret
 }
 
-/// As the x86_64 version.
+/// As the x86_64 version; aarch64 clone takes (flags, stack, parent_tid,
+/// tls, child_tid).
 ///
 /// # Safety
 /// As the x86_64 version.
@@ -426,6 +432,7 @@ unsafe fn clone_call(
 unsafe fn clone_call(
     flags: usize,
     stack_top: usize,
+    (ptid, ctid): (*mut i32, *mut i32),
     f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
     arg: *mut libc::c_void,
 ) -> isize {
@@ -446,9 +453,9 @@ unsafe fn clone_call(
             in("x8") libc::SYS_clone,
             inlateout("x0") flags as isize => ret,
             in("x1") stack_top,
-            in("x2") 0usize,
+            in("x2") ptid,
             in("x3") 0usize,
-            in("x4") 0usize,
+            in("x4") ctid,
             in("x20") f,
             in("x21") arg,
             options(nostack),
@@ -465,7 +472,7 @@ fn spawn_on<F: FnOnce()>(
     stack: &mut Stack,
     flags: libc::c_int,
     child: F,
-) -> io::Result<libc::pid_t> {
+) -> Result<libc::pid_t, Errno> {
     extern "C" fn entry<F: FnOnce()>(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: `arg` is the `F` that `spawn_on` wrote at the top of this
         // child's stack, read once, here.
@@ -477,24 +484,26 @@ fn spawn_on<F: FnOnce()>(
     let align = std::mem::align_of::<F>().max(16);
     let slot = (top - std::mem::size_of::<F>()) & !(align - 1);
     if slot < stack.base + Stack::GUARD + Stack::MIN_FREE {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        return Err(Errno::EINVAL);
     }
     // SAFETY: `slot` lies in the stack's writable part (checked above), is
     // aligned for `F` and sized for it, and nothing else uses that memory.
     unsafe { std::ptr::write(slot as *mut F, child) };
     let flags = (libc::CLONE_VM | flags) as usize;
+    let no_tids = (std::ptr::null_mut(), std::ptr::null_mut());
     // SAFETY: the child's stack pointer starts at `slot` (16-byte aligned,
     // below the closure), in the stack's writable part; `entry::<F>` reads
-    // the closure once and never returns. The caller's duties for running
-    // in shared memory are stated on `spawn_shared` and `spawn_vfork`.
-    let ret = unsafe { clone_call(flags, slot, entry::<F>, slot as *mut libc::c_void) };
+    // the closure once and never returns; no tid words are written. The
+    // caller's duties for running in shared memory are stated on
+    // `spawn_shared` and `spawn_vfork`.
+    let ret = unsafe { clone_call(flags, slot, no_tids, entry::<F>, slot as *mut libc::c_void) };
     match raw_result(ret) {
         Ok(pid) => Ok(pid as libc::pid_t),
         Err(e) => {
             // No child: the closure is still ours to drop.
             // SAFETY: written above and not read by any child.
             unsafe { std::ptr::drop_in_place(slot as *mut F) };
-            Err(io::Error::from_raw_os_error(e as i32))
+            Err(e)
         }
     }
 }
@@ -507,7 +516,7 @@ fn spawn_on<F: FnOnce()>(
 /// must make system calls only through this module's raw wrappers (others
 /// may share this memory: see [`spawn_shared`]), and should exec or
 /// `_exit`.
-pub fn spawn_vfork<F: FnOnce()>(stack: &mut Stack, child: F) -> io::Result<libc::pid_t> {
+pub fn spawn_vfork<F: FnOnce()>(stack: &mut Stack, child: F) -> Result<libc::pid_t, Errno> {
     spawn_on(stack, libc::CLONE_VFORK | libc::SIGCHLD, child)
 }
 
@@ -524,7 +533,10 @@ pub fn spawn_vfork<F: FnOnce()>(stack: &mut Stack, child: F) -> io::Result<libc:
 /// wrappers, which leave errno and all other libc state alone. init and
 /// the worker keep to that (supervise.rs, worker.rs). The stack is the
 /// child's for the rest of this process's life: never unmapped.
-pub fn spawn_shared<F: FnOnce() + 'static>(mut stack: Stack, child: F) -> io::Result<libc::pid_t> {
+pub fn spawn_shared<F: FnOnce() + 'static>(
+    mut stack: Stack,
+    child: F,
+) -> Result<libc::pid_t, Errno> {
     let pid = spawn_on(&mut stack, libc::SIGCHLD, child)?;
     std::mem::forget(stack);
     Ok(pid)
@@ -693,20 +705,20 @@ pub fn search(path: &[u8], file: &CStr, mut exec: impl FnMut(&CStr) -> Errno) ->
 ///
 /// `prog` must be a validated program (see `filter::Program`): a whole
 /// number of 8-byte `sock_filter` instructions, 1..=4096 of them.
-pub fn install_filter(prog: &'static [u8]) -> io::Result<()> {
+pub fn install_filter(prog: &'static [u8]) -> Result<(), Errno> {
     seccomp_filter(prog, 0).map(drop)
 }
 
 /// `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
 /// prog)`: installs `prog` and returns its notification listener.
-pub fn install_filter_listener(prog: &'static [u8]) -> io::Result<OwnedFd> {
+pub fn install_filter_listener(prog: &'static [u8]) -> Result<OwnedFd, Errno> {
     let fd = seccomp_filter(prog, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)? as RawFd;
     // SAFETY: with this flag the kernel returns a new file descriptor, owned
     // here only.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn seccomp_filter(prog: &'static [u8], flags: libc::c_ulong) -> io::Result<usize> {
+fn seccomp_filter(prog: &'static [u8], flags: libc::c_ulong) -> Result<usize, Errno> {
     let fprog = libc::sock_fprog {
         len: (prog.len() / 8) as libc::c_ushort,
         filter: prog.as_ptr() as *mut libc::sock_filter,
@@ -727,7 +739,7 @@ fn seccomp_filter(prog: &'static [u8], flags: libc::c_ulong) -> io::Result<usize
             ],
         )
     };
-    raw_result(ret).map_err(|e| io::Error::from_raw_os_error(e as i32))
+    raw_result(ret)
 }
 
 /// The message of [`send_fd`]: a 4-byte status, plus the fd when it is 0.
@@ -748,7 +760,7 @@ fn msghdr_for(iov: &mut libc::iovec) -> libc::msghdr {
 
 /// Sends `status` (0: `fd` attached; otherwise an errno and no fd) as one
 /// message on a Unix socket, with `fd` in SCM_RIGHTS. No allocation.
-pub fn send_fd(sock: RawFd, status: i32, fd: Option<RawFd>) -> io::Result<()> {
+pub fn send_fd(sock: RawFd, status: i32, fd: Option<RawFd>) -> Result<(), Errno> {
     let mut payload = status.to_ne_bytes();
     let mut iov = libc::iovec {
         iov_base: payload.as_mut_ptr().cast(),
@@ -786,9 +798,7 @@ pub fn send_fd(sock: RawFd, status: i32, fd: Option<RawFd>) -> io::Result<()> {
             ],
         )
     };
-    raw_result(ret)
-        .map(drop)
-        .map_err(|e| io::Error::from_raw_os_error(e as i32))
+    raw_result(ret).map(drop)
 }
 
 /// Receives a [`send_fd`] message: the status and the fd, if one came.
@@ -961,91 +971,8 @@ pub struct ExitingThread<'a> {
     joined: bool,
 }
 
-/// The `clone` syscall for a thread that calls `exit(0)` at once, in the
-/// same instructions, touching no memory. (musl's `clone()` refuses
-/// CLONE_THREAD, and a thread made by a raw syscall from Rust would return
-/// into a Rust frame on a stack it does not own.) Returns what the parent
-/// gets: the new tid or `-errno`.
-///
-/// # Safety
-/// `ptid` and `ctid` must be valid for the kernel to write an i32 until the
-/// thread has exited; `stack` must be the top of memory that stays valid as
-/// long (the kernel switches to it; nothing is pushed on it).
-#[cfg(target_arch = "x86_64")]
-unsafe fn clone_exiting(
-    flags: libc::c_ulong,
-    stack: *mut libc::c_void,
-    ptid: *mut i32,
-    ctid: *mut i32,
-) -> libc::c_long {
-    let ret: libc::c_long;
-    // SAFETY: as the caller guarantees; x86_64 clone takes (flags, stack,
-    // parent_tid, child_tid, tls). The child branch exits before it reads
-    // or writes any register or memory the compiler knows of.
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            "test rax, rax",
-            "jnz 2f",
-            "mov eax, {exit}",
-            "xor edi, edi",
-            "syscall",
-            "ud2",
-            "2:",
-            exit = const libc::SYS_exit,
-            inlateout("rax") libc::SYS_clone => ret,
-            in("rdi") flags,
-            in("rsi") stack,
-            in("rdx") ptid,
-            in("r10") ctid,
-            in("r8") 0usize,
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    ret
-}
-
-/// As the x86_64 version; aarch64 clone takes (flags, stack, parent_tid,
-/// tls, child_tid).
-///
-/// # Safety
-/// As the x86_64 version.
-#[cfg(target_arch = "aarch64")]
-unsafe fn clone_exiting(
-    flags: libc::c_ulong,
-    stack: *mut libc::c_void,
-    ptid: *mut i32,
-    ctid: *mut i32,
-) -> libc::c_long {
-    let ret: libc::c_long;
-    // SAFETY: as the caller guarantees; the child branch exits before it
-    // reads or writes any register or memory the compiler knows of.
-    unsafe {
-        std::arch::asm!(
-            "svc 0",
-            "cbnz x0, 2f",
-            "mov x8, {exit}",
-            "mov x0, xzr",
-            "svc 0",
-            "brk 0",
-            "2:",
-            exit = const libc::SYS_exit,
-            in("x8") libc::SYS_clone,
-            inlateout("x0") flags as libc::c_long => ret,
-            in("x1") stack,
-            in("x2") ptid,
-            in("x3") 0usize,
-            in("x4") ctid,
-            options(nostack),
-        );
-    }
-    ret
-}
-
 impl<'a> ExitingThread<'a> {
-    pub fn start(stack: &'a mut [u8], tid: &'a AtomicI32) -> io::Result<ExitingThread<'a>> {
+    pub fn start(stack: &'a mut [u8], tid: &'a AtomicI32) -> Result<ExitingThread<'a>, Errno> {
         const FLAGS: libc::c_int = libc::CLONE_VM
             | libc::CLONE_FS
             | libc::CLONE_FILES
@@ -1055,28 +982,31 @@ impl<'a> ExitingThread<'a> {
             | libc::CLONE_PARENT_SETTID
             | libc::CLONE_CHILD_CLEARTID;
         if stack.len() < 16 * 1024 {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            return Err(Errno::EINVAL);
         }
         tid.store(-1, Ordering::SeqCst);
         // Stacks grow down on x86_64 and aarch64: pass the 16-byte aligned top.
         let top = (stack.as_mut_ptr() as usize + stack.len()) & !15;
-        // SAFETY: the new thread exits at once (`clone_exiting`) without
-        // touching memory; `stack` and `tid` are borrowed by the returned
-        // handle, which is joined (explicitly or on drop) before the borrows
-        // end, so both outlive the thread. The kernel writes the tid to
-        // `tid` (PARENT_SETTID) and zeroes it at exit (CHILD_CLEARTID);
-        // `tid` is an AtomicI32, valid for both.
+        /// The whole life of the thread: return at once, then `exit(0)`.
+        extern "C" fn nothing(_: *mut libc::c_void) -> libc::c_int {
+            0
+        }
+        // SAFETY: the new thread calls `nothing` on `stack` (it touches
+        // only its own frame there) and exits; `stack` and `tid` are
+        // borrowed by the returned handle, which is joined (explicitly or
+        // on drop) before the borrows end, so both outlive the thread. The
+        // kernel writes the tid to `tid` (PARENT_SETTID) and zeroes it at
+        // exit (CHILD_CLEARTID); `tid` is an AtomicI32, valid for both.
         let ret = unsafe {
-            clone_exiting(
-                FLAGS as libc::c_ulong,
-                top as *mut libc::c_void,
-                tid.as_ptr(),
-                tid.as_ptr(),
+            clone_call(
+                FLAGS as usize,
+                top,
+                (tid.as_ptr(), tid.as_ptr()),
+                nothing,
+                std::ptr::null_mut(),
             )
         };
-        if ret < 0 {
-            return Err(io::Error::from_raw_os_error(-ret as i32));
-        }
+        raw_result(ret)?;
         Ok(ExitingThread {
             tid,
             _stack: stack,

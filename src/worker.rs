@@ -27,7 +27,7 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
         chan.fail(Step::NoNewPrivs, e);
     }
     if let Err(e) = sys::install_filter(plan.filters.unix.bytes()) {
-        chan.fail(Step::FilterUnix, errno(&e));
+        chan.fail(Step::FilterUnix, e);
     }
     // Observed runs: the observe filter, its listener to the stub (then
     // closed here: the command must not hold it). Fail-open: on any error
@@ -39,13 +39,13 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
                 sys::raw_close(listener.into_raw_fd());
             }
             Err(e) => {
-                let _ = sys::send_fd(to_stub, errno(&e) as i32, None);
+                let _ = sys::send_fd(to_stub, e as i32, None);
             }
         }
     }
     if let Some(ns) = plan.filters.namespaces {
         if let Err(e) = sys::install_filter(ns.bytes()) {
-            chan.fail(Step::FilterNamespaces, errno(&e));
+            chan.fail(Step::FilterNamespaces, e);
         }
     }
     let err = errno(&sys::execvp(plan.exec));
