@@ -11,7 +11,7 @@ use std::os::unix::ffi::OsStrExt;
 use crate::error::Error;
 use crate::race;
 
-pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--] <command> [args...]\n       \
+pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY] [--] <command> [args...]\n       \
                          apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
                          apply-seccomp --race-test [--iterations N] [--strategy naive|helper|both]\n       \
                          [--join futex|spin] [--cpu LIST] [--load N] [--json] [--exec 'HELPER [ARGS]']";
@@ -26,7 +26,7 @@ pub const SCRUBBED: [&str; 4] = [
 ];
 
 /// Words printed for `SRT_HELPER_FEATURES=1`, one a line.
-pub const FEATURES: [&str; 4] = [
+pub const FEATURES: [&str; 5] = [
     // max_user_namespaces set to 0 in the namespace the helper made.
     "userns-limit",
     // Thread-count wait and bounded EINVAL retry around the user namespace unshare.
@@ -35,7 +35,35 @@ pub const FEATURES: [&str; 4] = [
     "strict-socketpair",
     // SRT_OBSERVE_SOCK: write-intent calls reported (observe.rs).
     "observe",
+    // Runs where a new user namespace grants no usable capability (AppArmor's
+    // unpriv_bwrap): filters and a Landlock domain instead (capfree.rs).
+    "capability-free",
 ];
+
+/// Which way into isolation the helper may take (`--way-in=WAY`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WayIn {
+    /// Namespaces where the kernel grants them; the capability-free way
+    /// where a new user namespace grants no usable capability.
+    #[default]
+    Auto,
+    /// Namespaces only: fail (with the cause) rather than fall back.
+    Namespaces,
+    /// The capability-free way, whatever the kernel would grant (tests,
+    /// benchmarks).
+    CapabilityFree,
+}
+
+impl WayIn {
+    fn parse(word: &[u8]) -> Option<WayIn> {
+        match word {
+            b"auto" => Some(WayIn::Auto),
+            b"namespaces" => Some(WayIn::Namespaces),
+            b"capability-free" => Some(WayIn::CapabilityFree),
+            _ => None,
+        }
+    }
+}
 
 /// The environment variables the helper reads.
 #[derive(Clone, Debug, Default)]
@@ -72,6 +100,8 @@ pub struct RunConfig {
     pub allow_nested_userns: bool,
     /// `SRT_DEBUG` is set and non-empty.
     pub debug: bool,
+    /// `--way-in=WAY`.
+    pub way_in: WayIn,
     /// `SRT_OBSERVE_SOCK`, when set and non-empty: report write-intent
     /// calls to this socket.
     pub observe: Option<Observe>,
@@ -109,9 +139,10 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
     if is(&env.helper_features, "1") {
         return Ok(Action::Features);
     }
-    // Every option so far ends the parse; `--` ends the options.
-    let rest = match args.first().map(|a| a.as_bytes()) {
-        Some(b"--") => &args[1..],
+    // `--help`, `--version`, `--bwrap-shim` and `--race-test` come alone
+    // and end the parse; `--way-in=WAY` may come before the command; `--`
+    // ends the options.
+    match args.first().map(|a| a.as_bytes()) {
         Some(b"--help") => return Ok(Action::Help),
         Some(b"--version") => return Ok(Action::Version),
         Some(b"--bwrap-shim") => return Ok(Action::BwrapShim(args[1..].to_vec())),
@@ -120,14 +151,35 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
                 .map(Action::RaceTest)
                 .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
         }
-        Some(option) if option.starts_with(b"--") => {
-            return Err(Error::Usage(format!(
-                "unknown option {}\n{USAGE}",
-                String::from_utf8_lossy(option)
-            )));
+        _ => {}
+    }
+    let mut way_in = WayIn::Auto;
+    let mut rest = args;
+    while let Some(option) = rest.first().map(|a| a.as_bytes()) {
+        if option == b"--" {
+            rest = &rest[1..];
+            break;
         }
-        _ => args,
-    };
+        if !option.starts_with(b"--") {
+            break;
+        }
+        match option.strip_prefix(b"--way-in=").map(WayIn::parse) {
+            Some(Some(way)) => way_in = way,
+            Some(None) => {
+                return Err(Error::Usage(format!(
+                    "--way-in takes auto, namespaces or capability-free, not {}\n{USAGE}",
+                    String::from_utf8_lossy(&option[b"--way-in=".len()..])
+                )));
+            }
+            None => {
+                return Err(Error::Usage(format!(
+                    "unknown option {}\n{USAGE}",
+                    String::from_utf8_lossy(option)
+                )));
+            }
+        }
+        rest = &rest[1..];
+    }
     if rest.is_empty() {
         return Err(Error::Usage(format!("no command given\n{USAGE}")));
     }
@@ -135,6 +187,7 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         argv: rest.to_vec(),
         allow_nested_userns: is(&env.allow_nested_userns, "1"),
         debug: env.debug_enabled(),
+        way_in,
         observe: env
             .observe_sock
             .clone()
@@ -198,11 +251,36 @@ mod tests {
             &["--"][..],
             &["--bogus", "true"][..],
             &["--race-test", "--strategy", "x"][..],
+            &["--way-in=sideways", "true"][..],
+            &["--way-in", "namespaces", "true"][..],
+            &["--way-in=namespaces"][..],
+            &["--way-in=namespaces", "--"][..],
         ] {
             let err = parse(&args(bad), &Env::default()).unwrap_err();
             assert_eq!(err.exit_code(), 125);
             assert!(err.to_string().starts_with("apply-seccomp: "));
         }
+    }
+
+    #[test]
+    fn the_way_in_is_chosen_before_the_command() {
+        let way = |words: &[&str]| run(words, &Env::default()).way_in;
+        assert_eq!(way(&["true"]), WayIn::Auto);
+        assert_eq!(way(&["--way-in=auto", "true"]), WayIn::Auto);
+        assert_eq!(way(&["--way-in=namespaces", "true"]), WayIn::Namespaces);
+        assert_eq!(
+            way(&["--way-in=capability-free", "--", "--way-in=namespaces"]),
+            WayIn::CapabilityFree
+        );
+        // After the command, it is the command's.
+        let cfg = run(&["printf", "--way-in=namespaces"], &Env::default());
+        assert_eq!(cfg.way_in, WayIn::Auto);
+        assert_eq!(cfg.argv, args(&["printf", "--way-in=namespaces"]));
+        // The last one given wins.
+        assert_eq!(
+            way(&["--way-in=namespaces", "--way-in=capability-free", "true"]),
+            WayIn::CapabilityFree
+        );
     }
 
     #[test]

@@ -6,6 +6,9 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use crate::cause::{Lack, Refusal, SCOPED_ABI};
+use crate::cli::WayIn;
+
 /// Exit code for any failure of the helper itself (usage, setup).
 pub const EXIT_SETUP: i32 = 125;
 /// The command was found but could not be executed.
@@ -41,10 +44,12 @@ pub enum Step {
     Wait,
     StubFilters,
     DropPtrace,
+    Landlock,
+    Subreaper,
 }
 
 impl Step {
-    const ALL: [Step; 23] = [
+    const ALL: [Step; 25] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -68,6 +73,8 @@ impl Step {
         Step::Wait,
         Step::StubFilters,
         Step::DropPtrace,
+        Step::Landlock,
+        Step::Subreaper,
     ];
 
     pub fn from_u8(v: u8) -> Option<Step> {
@@ -99,6 +106,8 @@ impl Step {
             Step::Wait => "wait for signals and children (sigwaitinfo, waitpid)",
             Step::StubFilters => "seccomp(outer stub)",
             Step::DropPtrace => "prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE)",
+            Step::Landlock => "landlock_restrict_self",
+            Step::Subreaper => "prctl(PR_SET_CHILD_SUBREAPER)",
         }
     }
 }
@@ -118,6 +127,20 @@ pub enum Error {
         tries: u32,
         elapsed: Duration,
         source: io::Error,
+    },
+    /// `unshare` of the namespaces was refused, and the capability-free way
+    /// in was not taken: `refusal` says why; `way` is what was allowed.
+    Refused {
+        step: Step,
+        source: io::Error,
+        refusal: Refusal,
+        way: WayIn,
+    },
+    /// The capability-free way in is needed (`refusal`) or was asked for
+    /// (`None`), and this kernel lacks what it needs.
+    NoCapabilityFreeWay {
+        refusal: Option<Refusal>,
+        lack: Lack,
     },
     /// `/proc/self/task` kept showing other threads past the wait bound.
     StillThreaded { threads: usize, waited: Duration },
@@ -147,12 +170,6 @@ impl Error {
             _ => return None,
         };
         match (step, errno) {
-            (Step::UnshareUser, libc::EPERM) | (Step::UnshareUser, libc::EACCES) => Some(
-                "unprivileged user namespaces are refused here; the usual causes are \
-                 kernel.unprivileged_userns_clone=0, user.max_user_namespaces=0, AppArmor's \
-                 kernel.apparmor_restrict_unprivileged_userns=1, or a container's seccomp \
-                 profile. Allow them, or run the sandbox with the capabilities it needs.",
-            ),
             (Step::UnshareUser, libc::ENOSPC) | (Step::UnshareUser, libc::EUSERS) => Some(
                 "the user namespace limit is reached (user.max_user_namespaces, or the nesting \
                  depth of 32): the caller may already run inside a namespace that forbids more",
@@ -200,6 +217,45 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Error::Refused {
+                step,
+                source,
+                refusal,
+                way,
+            } => {
+                write!(
+                    f,
+                    "apply-seccomp: {}: {}\napply-seccomp: hint: {}",
+                    step.describe(),
+                    strerror(source),
+                    refusal.hint()
+                )?;
+                if *way == WayIn::Namespaces && refusal.capabilities_denied() {
+                    write!(
+                        f,
+                        "; the capability-free way in runs here without them: leave out \
+                         --way-in=namespaces"
+                    )?;
+                }
+                Ok(())
+            }
+            Error::NoCapabilityFreeWay {
+                refusal: None,
+                lack,
+            } => write!(f, "apply-seccomp: --way-in=capability-free: {lack}"),
+            Error::NoCapabilityFreeWay {
+                refusal: Some(refusal),
+                lack,
+            } => write!(
+                f,
+                "apply-seccomp: no namespace can be made here, and the capability-free way in \
+                 cannot run: {lack}\n\
+                 apply-seccomp: hint: {}. Without capabilities the command is isolated with \
+                 seccomp and a Landlock domain instead, which needs Landlock ABI {SCOPED_ABI} \
+                 (Linux 6.12 or later, with landlock in the lsm= boot list). {}",
+                refusal.hint(),
+                crate::cause::NARROWEST_FIX
+            ),
             Error::Transient {
                 step,
                 tries,
@@ -254,13 +310,51 @@ mod tests {
 
     #[test]
     fn messages_name_the_step_and_the_errno_text() {
-        let e = Error::setup(Step::UnshareUser, io::Error::from_raw_os_error(libc::EPERM));
+        let e = Error::setup(Step::UidMap, io::Error::from_raw_os_error(libc::EPERM));
         let text = e.to_string();
         assert!(text.starts_with(
-            "apply-seccomp: unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): \
-                 Operation not permitted\n"
+            "apply-seccomp: write /proc/self/uid_map: Operation not permitted\n\
+             apply-seccomp: hint: "
         ));
-        assert!(text.contains("kernel.apparmor_restrict_unprivileged_userns"));
+        assert!(text.contains("CAP_SETFCAP"));
+        assert_eq!(e.exit_code(), EXIT_SETUP);
+    }
+
+    #[test]
+    fn a_refusal_names_its_cause_and_the_way_that_works() {
+        use crate::cause::{Probe, Settings};
+        let refused = |probe, way| Error::Refused {
+            step: Step::UnshareUser,
+            source: io::Error::from_raw_os_error(libc::EPERM),
+            refusal: Refusal {
+                probe,
+                settings: Settings::default(),
+            },
+            way,
+        };
+        let denied = Probe::CapabilitiesDenied(nix::errno::Errno::EACCES);
+        let text = refused(denied, WayIn::Namespaces).to_string();
+        assert!(text.starts_with(
+            "apply-seccomp: unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): \
+             Operation not permitted\napply-seccomp: hint: "
+        ));
+        assert!(text.contains("unpriv_bwrap"), "{text}");
+        assert!(text.contains("leave out --way-in=namespaces"), "{text}");
+        let text = refused(Probe::CapabilitiesWork, WayIn::Auto).to_string();
+        assert!(!text.contains("--way-in"), "{text}");
+        assert!(!text.contains("unpriv_bwrap"), "{text}");
+
+        let e = Error::NoCapabilityFreeWay {
+            refusal: Some(Refusal {
+                probe: denied,
+                settings: Settings::default(),
+            }),
+            lack: Lack::NoScoping(4),
+        };
+        let text = e.to_string();
+        assert!(text.contains("Landlock ABI is 4"), "{text}");
+        assert!(text.contains("unpriv_bwrap"), "{text}");
+        assert!(text.contains(crate::cause::NARROWEST_FIX), "{text}");
         assert_eq!(e.exit_code(), EXIT_SETUP);
     }
 

@@ -15,6 +15,8 @@
 //! `main`.
 #![cfg_attr(not(test), no_main)]
 
+mod capfree;
+mod cause;
 mod cli;
 mod error;
 mod filter;
@@ -33,7 +35,7 @@ use std::io::{self, Write};
 
 use cli::{Action, RunConfig};
 use error::{Error, Step};
-use supervise::{Kind, Report};
+use supervise::{Kind, Report, Way};
 use userns::{Backoff, Path};
 
 /// The program: returns the exit status.
@@ -177,8 +179,90 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         sys::remove_env(name);
     }
 
-    let entry = userns::enter(&Backoff::default())?;
-    debug(cfg.debug, || match entry.path {
+    let entry = userns::enter(&Backoff::default(), cfg.way_in)?;
+    debug(cfg.debug, || describe_entry(&entry));
+
+    caps::clear(None, caps::CapSet::Ambient)
+        .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
+    let (way, _ruleset) = match &entry.path {
+        Path::CapabilityFree { refusal, .. } => {
+            // Held until the run ends; the worker joins it (close-on-exec).
+            let ruleset = capfree::ruleset().map_err(|lack| Error::NoCapabilityFreeWay {
+                refusal: refusal.clone(),
+                lack,
+            })?;
+            debug(cfg.debug, || {
+                format!(
+                    "capability-free: Landlock ABI {}: signals and abstract Unix sockets \
+                     scoped, ptrace-mode access to processes outside barred",
+                    capfree::abi().unwrap_or(0)
+                )
+            });
+            // No bounding-set drop here: it needs CAP_SETPCAP, which this way
+            // has none of, and Landlock's ptrace rule holds without it.
+            let way = Way::CapabilityFree {
+                ruleset: std::os::fd::AsRawFd::as_raw_fd(&ruleset),
+            };
+            (way, Some(ruleset))
+        }
+        path => {
+            // Stricter than upstream: a command running as root (host root
+            // on the direct path, or uid 0 in the namespace) could otherwise
+            // ptrace the unfiltered inner init, whose non-dumpability only
+            // CAP_SYS_PTRACE overrides. Out of the bounding set, no exec can
+            // grant it.
+            caps::drop(
+                None,
+                caps::CapSet::Bounding,
+                caps::Capability::CAP_SYS_PTRACE,
+            )
+            .map_err(|e| Error::setup(Step::DropPtrace, io::Error::other(e.to_string())))?;
+            let made_userns = matches!(path, Path::UserNamespace(_));
+            let way = Way::Namespaces {
+                limit_userns: made_userns && !cfg.allow_nested_userns,
+            };
+            (way, None)
+        }
+    };
+    debug(cfg.debug, || {
+        format!(
+            "filters: unix{}; user namespace limit: {}",
+            if filters.namespaces.is_some() {
+                " + namespaces"
+            } else {
+                " only (nesting allowed)"
+            },
+            match way {
+                Way::Namespaces { limit_userns: true } => "yes",
+                Way::Namespaces {
+                    limit_userns: false,
+                } => "no",
+                Way::CapabilityFree { .. } => "no (capability-free: the filter alone)",
+            }
+        )
+    });
+    let outcome = supervise::run(supervise::Plan { exec, filters, way }, observer.as_mut())?;
+    for text in &outcome.observe_errors {
+        eprintln!("{}", observe::init_error_line(text));
+    }
+    if let Some(obs) = &observer {
+        debug(cfg.debug, || {
+            format!(
+                "observed: {} lines reported, {} dropped",
+                obs.reported, obs.dropped
+            )
+        });
+    }
+    for report in &outcome.reports {
+        print_report(cfg, report);
+    }
+    debug(cfg.debug, || format!("exit status {}", outcome.status));
+    Ok(outcome.status)
+}
+
+/// The `SRT_DEBUG` line for the way in: which, and why.
+fn describe_entry(entry: &userns::Entry) -> String {
+    match &entry.path {
         Path::UserNamespace(u) => format!(
             "entry: user namespace path; threads checked: {}, thread polls: {}, \
              user namespace unshare retries: {}, userns entry {} us, total {} us",
@@ -196,58 +280,25 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             "entry: direct path (CAP_SYS_ADMIN); retries: {retries}, total {} us",
             entry.elapsed.as_micros()
         ),
-    });
-
-    caps::clear(None, caps::CapSet::Ambient)
-        .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
-    // Stricter than upstream: a command running as root (host root on the
-    // direct path, or uid 0 in the namespace) could otherwise ptrace the
-    // unfiltered inner init, whose non-dumpability only CAP_SYS_PTRACE
-    // overrides. Out of the bounding set, no exec can grant it.
-    caps::drop(
-        None,
-        caps::CapSet::Bounding,
-        caps::Capability::CAP_SYS_PTRACE,
-    )
-    .map_err(|e| Error::setup(Step::DropPtrace, io::Error::other(e.to_string())))?;
-
-    let made_userns = matches!(entry.path, Path::UserNamespace(_));
-    let limit_userns = made_userns && !cfg.allow_nested_userns;
-    debug(cfg.debug, || {
-        format!(
-            "filters: unix{}; user namespace limit: {}",
-            if filters.namespaces.is_some() {
-                " + namespaces"
-            } else {
-                " only (nesting allowed)"
+        Path::CapabilityFree { refusal, wait } => format!(
+            "entry: capability-free path ({}); threads checked: {}, thread polls: {}, \
+             total {} us",
+            match refusal {
+                None => "asked for with --way-in=capability-free".to_string(),
+                Some(r) => format!(
+                    "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID) refused; {}",
+                    r.hint()
+                ),
             },
-            if limit_userns { "yes" } else { "no" }
-        )
-    });
-    let outcome = supervise::run(
-        supervise::Plan {
-            exec,
-            filters,
-            limit_userns,
-        },
-        observer.as_mut(),
-    )?;
-    for text in &outcome.observe_errors {
-        eprintln!("{}", observe::init_error_line(text));
+            if wait.checked {
+                "yes"
+            } else {
+                "no (/proc unreadable)"
+            },
+            wait.polls,
+            entry.elapsed.as_micros()
+        ),
     }
-    if let Some(obs) = &observer {
-        debug(cfg.debug, || {
-            format!(
-                "observed: {} lines reported, {} dropped",
-                obs.reported, obs.dropped
-            )
-        });
-    }
-    for report in &outcome.reports {
-        print_report(cfg, report);
-    }
-    debug(cfg.debug, || format!("exit status {}", outcome.status));
-    Ok(outcome.status)
 }
 
 fn print_report(cfg: &RunConfig, r: &Report) {

@@ -1,4 +1,4 @@
-//! The process tree, built after `userns::enter`:
+//! The process tree, built after `userns::enter`. On the namespace way:
 //!
 //! ```text
 //! caller (bwrap's shell, srt, a library)
@@ -17,6 +17,21 @@
 //!        │  signals, reaps every child, exits with the worker's status
 //!        └─ worker, PID 2              worker.rs: no_new_privs, the unix
 //!                                      and namespaces filters,
+//!                                      execvp(command)
+//! ```
+//!
+//! On the capability-free way (capfree.rs) there are no namespaces, so no
+//! init: the stub (a child subreaper, so the command's orphans come back
+//! to it) starts the worker itself, and the worker arms PDEATHSIG as init
+//! does, then joins the Landlock domain before its filters. When the
+//! worker has ended, the stub kills and reaps whatever the command left
+//! behind, as the end of a PID namespace would.
+//!
+//! ```text
+//! caller
+//!  └─ apply-seccomp: outer stub        as above; outside the Landlock domain
+//!     └─ worker                        worker.rs: PDEATHSIG=KILL, no_new_privs,
+//!                                      landlock_restrict_self, the filters,
 //!                                      execvp(command)
 //! ```
 //!
@@ -80,9 +95,22 @@ const INIT_STACK: usize = 64 * 1024;
 pub struct Plan {
     pub exec: &'static ExecArgs,
     pub filters: Filters,
-    /// Write 0 to `max_user_namespaces` (the helper made the user namespace
-    /// and nesting is not allowed).
-    pub limit_userns: bool,
+    pub way: Way,
+}
+
+/// The way in, as the process tree sees it.
+#[derive(Clone, Copy, Debug)]
+pub enum Way {
+    /// init in new PID and mount namespaces, then the worker.
+    Namespaces {
+        /// Write 0 to `max_user_namespaces` (the helper made the user
+        /// namespace and nesting is not allowed).
+        limit_userns: bool,
+    },
+    /// No namespaces: the worker straight from the stub, joining the
+    /// Landlock domain of `ruleset` (a descriptor the stub holds for the
+    /// run; close-on-exec).
+    CapabilityFree { ruleset: RawFd },
 }
 
 /// How serious a report from an inner process is.
@@ -173,6 +201,25 @@ impl Channel {
         self.report(Kind::Fatal, step, errno);
         sys::exit_now(EXIT_SETUP)
     }
+
+    /// First steps of a child of the stub (init, or the capability-free
+    /// worker): closes the stub's ends of the channels in its own file
+    /// table, asks for SIGKILL when the stub dies, and checks the stub did
+    /// not die before that took effect (its end of this channel is then
+    /// closed: POLLHUP). Raw calls only.
+    pub fn arm_parent_death(self, stub_ends: [Option<RawFd>; 2]) {
+        for fd in stub_ends.into_iter().flatten() {
+            sys::raw_close(fd);
+        }
+        if let Err(e) = sys::set_pdeathsig(libc::SIGKILL) {
+            self.fail(Step::ParentDeathSignal, e);
+        }
+        match sys::peer_closed(self.0) {
+            Ok(false) => {}
+            Ok(true) => sys::exit_now(EXIT_SETUP),
+            Err(e) => self.fail(Step::ParentDeathSignal, e),
+        }
+    }
 }
 
 fn signal_set() -> SigSet {
@@ -229,9 +276,8 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
     // the command. Set before init starts, so there is no window.
     prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
 
-    // init's stack, its for the life of this process (sys::spawn_shared).
-    let init_stack = sys::Stack::new(INIT_STACK).map_err(|e| Error::setup(Step::Fork, e))?;
-    // What init gets: copies and descriptor numbers, nothing borrowed.
+    // What init (or the capability-free worker) gets: copies and
+    // descriptor numbers, nothing borrowed.
     let inner = InitArgs {
         plan,
         set,
@@ -243,13 +289,36 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
             listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
         ],
     };
-    let child = sys::spawn_shared(init_stack, move || inner_init(inner))
-        .map_err(|e| Error::setup(Step::Fork, e))?;
-    // Out of init's way: the kernel puts about half of the new children on
-    // this CPU, where init would otherwise wait for the filter installs
-    // below (trace, inside bwrap: init's start 105 us after its wake-up in
-    // that case, 5 us with the yield).
-    std::thread::yield_now();
+    let child = match plan.way {
+        Way::Namespaces { limit_userns } => {
+            // init's stack, its for the life of this process
+            // (sys::spawn_shared).
+            let init_stack =
+                sys::Stack::new(INIT_STACK).map_err(|e| Error::setup(Step::Fork, e))?;
+            let child = sys::spawn_shared(init_stack, move || inner_init(inner, limit_userns))
+                .map_err(|e| Error::setup(Step::Fork, e))?;
+            // Out of init's way: the kernel puts about half of the new
+            // children on this CPU, where init would otherwise wait for the
+            // filter installs below (trace, inside bwrap: init's start 105
+            // us after its wake-up in that case, 5 us with the yield).
+            std::thread::yield_now();
+            child
+        }
+        Way::CapabilityFree { .. } => {
+            // The command's orphans come back to the stub, which reaps them
+            // and ends those left when the worker is done.
+            prctl::set_child_subreaper(true).map_err(|e| Error::setup(Step::Subreaper, e))?;
+            // Returns once the worker has exec'd or exited (CLONE_VFORK),
+            // so its stack can go with this frame.
+            let mut stack =
+                sys::Stack::new(WORKER_STACK).map_err(|e| Error::setup(Step::ForkWorker, e))?;
+            sys::spawn_vfork(&mut stack, 0, move || {
+                inner.chan.arm_parent_death(inner.stub_ends);
+                worker::run(inner.plan, inner.original, inner.chan, inner.listener_chan)
+            })
+            .map_err(|e| Error::setup(Step::ForkWorker, e))?
+        }
+    };
     drop(theirs);
     let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
         drop(inner_end);
@@ -270,6 +339,9 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
         _ => supervise(child, &set),
     }
     .map_err(|e| Error::setup(Step::Wait, e))?;
+    if let Way::CapabilityFree { .. } = plan.way {
+        end_leftovers();
+    }
     Ok(Outcome {
         status,
         reports: read_reports(&ours),
@@ -395,6 +467,33 @@ fn serve(
     }
 }
 
+/// The end of a capability-free run: kills and reaps every process the
+/// command left behind, as the end of a PID namespace does on the other
+/// way. They are children of the stub (a subreaper), listed in
+/// `/proc/thread-self/children`; killing one hands its own children to the
+/// stub, so the list is read again until nothing is left to reap. Where
+/// `/proc` cannot be read, only the finished ones are reaped.
+fn end_leftovers() {
+    loop {
+        let listed = std::fs::read_to_string("/proc/thread-self/children");
+        for pid in listed.iter().flat_map(|text| text.split_whitespace()) {
+            if let Ok(pid) = pid.parse::<libc::pid_t>() {
+                let _ = sys::raw_kill(pid, libc::SIGKILL);
+            }
+        }
+        let reaped = if listed.is_ok() {
+            // Blocking: each one listed was just sent SIGKILL.
+            waitpid(Pid::from_raw(-1), None).map(drop)
+        } else {
+            sys::reap_any().and_then(|r| r.map(drop).ok_or(Errno::ECHILD))
+        };
+        match reaped {
+            Ok(()) | Err(Errno::EINTR) => {}
+            Err(_) => return,
+        }
+    }
+}
+
 fn read_reports(ours: &OwnedFd) -> Vec<Report> {
     let mut reports = Vec::new();
     let mut buf = [0u8; 64];
@@ -425,7 +524,7 @@ struct InitArgs {
 /// PID 1 of the new PID namespace. Never returns. Runs in the stub's
 /// memory while the stub runs on (sys::spawn_shared): raw system calls
 /// only, no allocation, nothing written but its own stack.
-fn inner_init(args: InitArgs) -> ! {
+fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     let InitArgs {
         plan,
         set,
@@ -434,19 +533,7 @@ fn inner_init(args: InitArgs) -> ! {
         listener_chan,
         stub_ends,
     } = args;
-    for fd in stub_ends.into_iter().flatten() {
-        sys::raw_close(fd);
-    }
-    if let Err(e) = sys::set_pdeathsig(libc::SIGKILL) {
-        chan.fail(Step::ParentDeathSignal, e);
-    }
-    // The stub may have died before the prctl took effect: its end of the
-    // channel is then closed and ours reports POLLHUP.
-    match sys::peer_closed(chan.0) {
-        Ok(false) => {}
-        Ok(true) => sys::exit_now(EXIT_SETUP),
-        Err(e) => chan.fail(Step::ParentDeathSignal, e),
-    }
+    chan.arm_parent_death(stub_ends);
     // Non-dumpable already: the flag belongs to the memory map, which is
     // the stub's, cleared before init started.
     if let Err(e) = sys::raw_mount(
@@ -468,7 +555,7 @@ fn inner_init(args: InitArgs) -> ! {
         Err(Errno::EPERM) => chan.report(Kind::Debug, Step::MountProc, Errno::EPERM),
         Err(e) => chan.fail(Step::MountProc, e),
     }
-    if plan.limit_userns {
+    if limit_userns {
         if let Err(e) = sys::write_file(c"/proc/sys/user/max_user_namespaces", b"0\n") {
             chan.report(Kind::Warning, Step::LimitUserns, e);
         }
@@ -479,7 +566,7 @@ fn inner_init(args: InitArgs) -> ! {
         Ok(stack) => stack,
         Err(e) => chan.fail(Step::ForkWorker, e),
     };
-    let worker = sys::spawn_vfork(&mut worker_stack, move || {
+    let worker = sys::spawn_vfork(&mut worker_stack, 0, move || {
         worker::run(plan, original, chan, listener_chan);
     });
     std::mem::forget(worker_stack);

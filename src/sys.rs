@@ -165,6 +165,27 @@ pub fn set_no_new_privs() -> Result<(), Errno> {
     .map(drop)
 }
 
+/// `landlock_restrict_self(ruleset, 0)`: this task joins the Landlock
+/// domain of `ruleset` (which needs no_new_privs set first, or
+/// CAP_SYS_ADMIN).
+pub fn landlock_restrict_self(ruleset: RawFd) -> Result<(), Errno> {
+    numeric(
+        libc::SYS_landlock_restrict_self,
+        [ruleset as usize, 0, 0, 0, 0, 0],
+    )
+    .map(drop)
+}
+
+/// The kernel's Landlock ABI version (`landlock_create_ruleset(NULL, 0,
+/// LANDLOCK_CREATE_RULESET_VERSION)`): EOPNOTSUPP when built in but not
+/// enabled at boot, ENOSYS when not built in. For messages only: the
+/// ruleset itself is made by the `landlock` crate, which checks what it
+/// needs on its own.
+pub fn landlock_abi() -> Result<i32, Errno> {
+    const VERSION: usize = 1 << 0;
+    numeric(libc::SYS_landlock_create_ruleset, [0, 0, VERSION, 0, 0, 0]).map(|v| v as i32)
+}
+
 /// `kill(pid, sig)`.
 pub fn raw_kill(pid: libc::pid_t, sig: libc::c_int) -> Result<(), Errno> {
     numeric(libc::SYS_kill, [pid as usize, sig as usize, 0, 0, 0, 0]).map(drop)
@@ -224,10 +245,11 @@ pub fn raw_mount(
     .map(drop)
 }
 
-/// Writes `bytes` to the existing file `path` (openat, write, close).
-pub fn write_file(path: &CStr, bytes: &[u8]) -> Result<(), Errno> {
+/// `openat(AT_FDCWD, path, O_WRONLY|O_CLOEXEC)`: an existing file, for
+/// writing.
+pub fn raw_open_write(path: &CStr) -> Result<RawFd, Errno> {
     // SAFETY: a NUL-terminated path; no mode is read without O_CREAT.
-    let fd = raw_result(unsafe {
+    raw_result(unsafe {
         syscall6(
             libc::SYS_openat,
             [
@@ -239,7 +261,13 @@ pub fn write_file(path: &CStr, bytes: &[u8]) -> Result<(), Errno> {
                 0,
             ],
         )
-    })? as RawFd;
+    })
+    .map(|fd| fd as RawFd)
+}
+
+/// Writes `bytes` to the existing file `path` (openat, write, close).
+pub fn write_file(path: &CStr, bytes: &[u8]) -> Result<(), Errno> {
+    let fd = raw_open_write(path)?;
     let written = raw_write(fd, bytes);
     raw_close(fd);
     match written? {
@@ -508,16 +536,21 @@ fn spawn_on<F: FnOnce()>(
     }
 }
 
-/// posix_spawn's way of starting a child: `clone(CLONE_VM|CLONE_VFORK)`.
-/// The child runs `child` on `stack` in this process's memory, and this
-/// process sleeps until the child execs or exits; no page tables are
-/// copied and no page is copied on write afterwards. `child` must not
+/// posix_spawn's way of starting a child: `clone(CLONE_VM|CLONE_VFORK)`,
+/// with `flags` added (0, or `CLONE_NEWUSER` for a child in a new user
+/// namespace). The child runs `child` on `stack` in this process's memory,
+/// and this process sleeps until the child execs or exits; no page tables
+/// are copied and no page is copied on write afterwards. `child` must not
 /// allocate, free or write anything this process reads after it resumes,
 /// must make system calls only through this module's raw wrappers (others
 /// may share this memory: see [`spawn_shared`]), and should exec or
 /// `_exit`.
-pub fn spawn_vfork<F: FnOnce()>(stack: &mut Stack, child: F) -> Result<libc::pid_t, Errno> {
-    spawn_on(stack, libc::CLONE_VFORK | libc::SIGCHLD, child)
+pub fn spawn_vfork<F: FnOnce()>(
+    stack: &mut Stack,
+    flags: libc::c_int,
+    child: F,
+) -> Result<libc::pid_t, Errno> {
+    spawn_on(stack, flags | libc::CLONE_VFORK | libc::SIGCHLD, child)
 }
 
 /// Starts a child that runs on in this process's memory (`CLONE_VM`), with

@@ -1,4 +1,5 @@
-//! Race-free namespace entry, run at the top of the helper.
+//! Race-free namespace entry, run at the top of the helper, and the choice
+//! of the way in.
 //!
 //! 1. `unshare(CLONE_NEWPID|CLONE_NEWNS)` directly: works with
 //!    CAP_SYS_ADMIN (root on a bare host). Any error but EPERM ends here.
@@ -8,6 +9,11 @@
 //!    as if made inside it, in one call instead of two), retried on EINVAL
 //!    with a bounded backoff (count and total time); then `setgroups` deny
 //!    and a 1:1 uid/gid map, with dumpable raised for the writes.
+//! 3. Should that be refused with EPERM too, [`probe`] asks the kernel why,
+//!    in a child made in a new user namespace. Where the namespace can be
+//!    made but no capability in it can be used (an LSM such as AppArmor's
+//!    `unpriv_bwrap`), the way in is the capability-free one (capfree.rs);
+//!    anything else fails closed with the cause (cause.rs).
 //!
 //! [`enter_user_namespace`] is also what `--race-test`'s helper strategy
 //! calls: the same code, not a copy.
@@ -15,9 +21,12 @@
 use std::io;
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::prctl;
 
+use crate::cause::{Probe, Refusal, Settings};
+use crate::cli::WayIn;
 use crate::error::{Error, Step};
 use crate::sys;
 use crate::threads::{self, ThreadWait};
@@ -44,13 +53,20 @@ impl Default for Backoff {
 }
 
 /// Which way the helper got its namespaces, and what that took.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Path {
     /// `unshare(CLONE_NEWPID|CLONE_NEWNS)` worked as is, after this many
     /// EINVAL retries.
     Direct { retries: u32 },
     /// Through a new user namespace made by the helper.
     UserNamespace(UsernsEntry),
+    /// No namespaces: the capability-free way in (capfree.rs).
+    CapabilityFree {
+        /// `None` when asked for (`--way-in=capability-free`); otherwise
+        /// what the kernel refused and answered.
+        refusal: Option<Refusal>,
+        wait: ThreadWait,
+    },
 }
 
 /// What the user namespace entry did.
@@ -63,7 +79,7 @@ pub struct UsernsEntry {
 }
 
 /// What [`enter`] did.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Entry {
     pub path: Path,
     pub elapsed: Duration,
@@ -72,9 +88,23 @@ pub struct Entry {
 const PID_MOUNT: CloneFlags = CloneFlags::CLONE_NEWPID.union(CloneFlags::CLONE_NEWNS);
 
 /// The whole entry: new PID and mount namespaces, through a user namespace
-/// when the caller lacks CAP_SYS_ADMIN.
-pub fn enter(backoff: &Backoff) -> Result<Entry, Error> {
+/// when the caller lacks CAP_SYS_ADMIN; or, where a user namespace grants
+/// no usable capability (or `way` asks for it), none: the capability-free
+/// way in. Every way starts with the same wait for a single thread.
+pub fn enter(backoff: &Backoff, way: WayIn) -> Result<Entry, Error> {
     let start = Instant::now();
+    if way == WayIn::CapabilityFree {
+        // Nothing is unshared, but the stub's own filters apply to its
+        // calling thread only: one thread, checked.
+        let wait = threads::wait_single_threaded(backoff.thread_wait)?;
+        return Ok(Entry {
+            path: Path::CapabilityFree {
+                refusal: None,
+                wait,
+            },
+            elapsed: start.elapsed(),
+        });
+    }
     // CLONE_NEWNS implies CLONE_FS, which also needs a thread group of one,
     // so the direct attempt retries EINVAL the same way.
     match unshare_retrying(PID_MOUNT, Step::UnsharePidMount, backoff, false) {
@@ -89,12 +119,97 @@ pub fn enter(backoff: &Backoff) -> Result<Entry, Error> {
     }
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
-    let userns = enter_user_namespace(backoff)?;
+    let userns = match enter_user_namespace(backoff) {
+        Ok(userns) => userns,
+        // The kernel said there is no room for one: nothing to probe.
+        Err(Error::Setup { step, source })
+            if matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EUSERS)) =>
+        {
+            let errno = Errno::from_raw(source.raw_os_error().unwrap_or(libc::ENOSPC));
+            return Err(Error::Refused {
+                step,
+                source,
+                refusal: Refusal {
+                    probe: Probe::NoUserNamespace(errno),
+                    settings: Settings::read(),
+                },
+                way,
+            });
+        }
+        Err(Error::Setup { step, source })
+            if matches!(source.raw_os_error(), Some(libc::EPERM | libc::EACCES)) =>
+        {
+            let refusal = Refusal {
+                probe: with_dumpable(|| Ok(probe()))?,
+                settings: Settings::read(),
+            };
+            if refusal.capabilities_denied() && way == WayIn::Auto {
+                return Ok(Entry {
+                    path: Path::CapabilityFree {
+                        refusal: Some(refusal),
+                        // Waited for before the refused unshare.
+                        wait: ThreadWait {
+                            polls: 0,
+                            checked: true,
+                        },
+                    },
+                    elapsed: start.elapsed(),
+                });
+            }
+            return Err(Error::Refused {
+                step,
+                source,
+                refusal,
+                way,
+            });
+        }
+        Err(e) => return Err(e),
+    };
     write_id_maps(uid, gid)?;
     Ok(Entry {
         path: Path::UserNamespace(userns),
         elapsed: start.elapsed(),
     })
+}
+
+/// Asks the kernel why a user namespace was refused: a child made with
+/// `clone(CLONE_NEWUSER)` (posix_spawn-style, on a small stack in this
+/// memory) opens its own `/proc/self/setgroups` for writing, which needs
+/// CAP_SYS_ADMIN in that namespace, and exits with 0 or the errno. The
+/// child makes only raw calls (sys.rs). Called on the failure path only,
+/// with dumpable raised (a non-dumpable process's `/proc/self` files
+/// belong to root, and the open would fail for that reason instead).
+pub fn probe() -> Probe {
+    /// The child's frame is a few words; the rest guards the minimum.
+    const PROBE_STACK: usize = 32 * 1024;
+    let mut stack = match sys::Stack::new(PROBE_STACK) {
+        Ok(stack) => stack,
+        Err(e) => return Probe::Inconclusive(e),
+    };
+    let child = sys::spawn_vfork(
+        &mut stack,
+        libc::CLONE_NEWUSER,
+        || match sys::raw_open_write(c"/proc/self/setgroups") {
+            Ok(fd) => {
+                sys::raw_close(fd);
+                sys::exit_now(0)
+            }
+            Err(e) => sys::exit_now(e as i32),
+        },
+    );
+    let pid = match child {
+        Ok(pid) => nix::unistd::Pid::from_raw(pid),
+        Err(e) => return Probe::NoUserNamespace(e),
+    };
+    match nix::sys::wait::waitpid(pid, None) {
+        Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Probe::CapabilitiesWork,
+        Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => match Errno::from_raw(code) {
+            e @ (Errno::EACCES | Errno::EPERM) => Probe::CapabilitiesDenied(e),
+            e => Probe::Inconclusive(e),
+        },
+        Ok(_) => Probe::Inconclusive(Errno::ECHILD),
+        Err(e) => Probe::Inconclusive(e),
+    }
 }
 
 /// Waits for a single thread, then `unshare(CLONE_NEWUSER|CLONE_NEWNS|
@@ -150,20 +265,26 @@ fn unshare_retrying(
     }
 }
 
-/// `setgroups` deny and 1:1 maps. A process that started non-dumpable (an
-/// execute-only binary) cannot open its own `/proc/self/*_map`, so dumpable
-/// is raised for the writes and the stricter value put back after.
+/// `setgroups` deny and 1:1 maps, with dumpable raised.
 fn write_id_maps(uid: u32, gid: u32) -> Result<(), Error> {
+    with_dumpable(|| write_maps(uid, gid))
+}
+
+/// Runs `f` dumpable. A process that started non-dumpable (an execute-only
+/// binary) cannot open its own `/proc/self/*_map`, since its `/proc` files
+/// then belong to root; dumpable is raised for `f` and the stricter value
+/// put back after.
+fn with_dumpable<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
     let before = sys::get_dumpable().map_err(|e| Error::setup(Step::Dumpable, e))?;
     if before != 1 {
         prctl::set_dumpable(true).map_err(|e| Error::setup(Step::Dumpable, e))?;
     }
-    let written = write_maps(uid, gid);
+    let result = f();
     if before != 1 {
         // PR_SET_DUMPABLE takes only 0 or 1; 0 is the stricter of both.
         prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
     }
-    written
+    result
 }
 
 fn write_maps(uid: u32, gid: u32) -> Result<(), Error> {

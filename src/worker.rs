@@ -1,22 +1,26 @@
-//! The worker, PID 2: the last steps before the command.
+//! The worker, PID 2 (or, on the capability-free way, the stub's own
+//! child): the last steps before the command.
 //!
-//! Runs between clone and exec in the stub's memory, init suspended
-//! (sys::spawn_vfork) and the stub running on: no allocation, no
-//! formatting, no panics, and only `sys`'s raw system calls
+//! Runs between clone and exec in the stub's memory, its parent suspended
+//! (sys::spawn_vfork) and, on the namespace way, the stub running on: no
+//! allocation, no formatting, no panics, and only `sys`'s raw system calls
 //! (supervise.rs says why). Calls made: rt_sigprocmask, prctl
-//! (no_new_privs), seccomp (the unix filter; the observe filter when the
-//! run is observed, whose listener goes to the stub with one sendmsg and
-//! is then closed; the namespaces filter, unless nesting is allowed),
-//! execve (through execvp's PATH search), and on failure a write of one
-//! report and `_exit`. The environment was scrubbed before init started
-//! (main.rs); inherited file descriptors are left alone.
+//! (no_new_privs), landlock_restrict_self (capability-free way only),
+//! seccomp (the unix filter; the observe filter when the run is observed,
+//! whose listener goes to the stub with one sendmsg and is then closed;
+//! the namespaces filter, unless nesting is allowed), execve (through
+//! execvp's PATH search), and on failure a write of one report and
+//! `_exit`. On the capability-free way, `Channel::arm_parent_death` came
+//! first (close, prctl, ppoll). The environment was scrubbed before the
+//! first child started (main.rs); inherited file descriptors are left
+//! alone.
 
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
 use nix::sys::signal::SigSet;
 
 use crate::error::{Step, errno, exec_exit_code};
-use crate::supervise::{Channel, Kind, Plan};
+use crate::supervise::{Channel, Kind, Plan, Way};
 use crate::sys;
 
 pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Option<RawFd>) -> ! {
@@ -25,6 +29,13 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
     }
     if let Err(e) = sys::set_no_new_privs() {
         chan.fail(Step::NoNewPrivs, e);
+    }
+    // Before the filters: they would not refuse it, but nothing should come
+    // between the domain and the exec that a filter could change.
+    if let Way::CapabilityFree { ruleset } = plan.way {
+        if let Err(e) = sys::landlock_restrict_self(ruleset) {
+            chan.fail(Step::Landlock, e);
+        }
     }
     if let Err(e) = sys::install_filter(plan.filters.unix.bytes()) {
         chan.fail(Step::FilterUnix, e);

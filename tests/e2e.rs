@@ -3,141 +3,47 @@
 
 mod common;
 
+use common::threats::{self, WAYS, Way};
 use common::{Place, User, fixture, helper, matrix, probe_results, status_field, stderr, stdout};
 
-/// Probe checks and what each must show inside the helper, both filters
-/// installed. The nesting-allowed column is the kernel's own answer to the
-/// deliberately invalid arguments (see probe.c), proving the namespaces
-/// filter is gone while the unix filter stays.
-const EXPECTED: &[(&str, &str, &str)] = &[
-    // THREATS rows 1-3
-    ("unix-stream", "errno:EPERM", "errno:EPERM"),
-    ("unix-dgram", "errno:EPERM", "errno:EPERM"),
-    ("unix-seqpacket", "errno:EPERM", "errno:EPERM"),
-    ("unix-flags", "errno:EPERM", "errno:EPERM"),
-    ("unix-high", "errno:EPERM", "errno:EPERM"),
-    ("unix-allhigh", "errno:EPERM", "errno:EPERM"),
-    ("vsock", "errno:EPERM", "errno:EPERM"),
-    // row 4
-    ("inet", "ok", "ok"),
-    ("inet6", "ok", "ok"),
-    ("netlink", "ok", "ok"),
-    // rows 5-6
-    ("pair-stream", "ok", "ok"),
-    ("pair-seqpacket", "ok", "ok"),
-    ("pair-dgram", "errno:EPERM", "errno:EPERM"),
-    ("pair-dgram-flags", "errno:EPERM", "errno:EPERM"),
-    ("pair-raw", "errno:EPERM", "errno:EPERM"),
-    // row 9
-    ("io-uring-setup", "errno:EPERM", "errno:EPERM"),
-    ("io-uring-enter", "errno:EPERM", "errno:EPERM"),
-    ("io-uring-register", "errno:EPERM", "errno:EPERM"),
-    // rows 10-13
-    ("unshare-user", "errno:EPERM", "errno:EINVAL"),
-    ("unshare-ns", "errno:EPERM", "errno:EINVAL"),
-    ("unshare-high", "errno:EPERM", "errno:EINVAL"),
-    ("unshare-net", "errno:EINVAL", "errno:EINVAL"),
-    ("clone-user", "errno:EPERM", "errno:EINVAL"),
-    ("clone-user-high", "errno:EPERM", "errno:EINVAL"),
-    ("clone-ns", "errno:EPERM", "errno:EINVAL"),
-    ("clone3", "errno:ENOSYS", "errno:EINVAL"),
-    ("setns", "errno:EPERM", "errno:EBADF"),
-    ("mount", "errno:EPERM", "errno:EFAULT"),
-    ("umount2", "errno:EPERM", "errno:EINVAL"),
-    // Without CAP_SYS_ADMIN the kernel itself answers EPERM (may_mount()
-    // comes first): see `nested_unprivileged`.
-    ("pivot-root", "errno:EPERM", "errno:EFAULT"),
-    ("open-tree", "errno:EPERM", "errno:EINVAL"),
-    ("move-mount", "errno:EPERM", "errno:EINVAL"),
-    ("fsopen", "errno:EPERM", "errno:EINVAL"),
-    ("fsconfig", "errno:EPERM", "errno:EINVAL"),
-    ("fsmount", "errno:EPERM", "errno:EINVAL"),
-    ("fspick", "errno:EPERM", "errno:EINVAL"),
-    ("mount-setattr", "errno:EPERM", "errno:EINVAL"),
-    // row 15
-    ("fork", "ok", "ok"),
-    ("thread", "ok", "ok"),
-];
-
-/// The kernel's answer to an unprivileged command with nesting allowed,
-/// where it differs from the privileged one.
-fn nested_unprivileged(check: &str) -> Option<&'static str> {
-    match check {
-        "pivot-root" | "move-mount" | "fsopen" | "fsmount" | "fspick" => Some("errno:EPERM"),
-        _ => None,
-    }
+/// Whether the command holds a usable CAP_SYS_ADMIN: root in the helper's
+/// own user namespace (namespace way), or host root (either way). Under
+/// bubblewrap's `--cap-drop ALL`, the capability-free way leaves root none.
+fn privileged(way: Way, place: Place, user: User) -> bool {
+    user == User::Root && (way == Way::Auto || place == Place::Host)
 }
 
-/// Rows 7-8 (x86_64 only): killed by SIGSYS (31), never ENOSYS.
-#[cfg(target_arch = "x86_64")]
-const KILLED: &[&str] = &[
-    "x32-getpid",
-    "x32-socket",
-    "i386-socket",
-    "i386-socketcall",
-    "i386-getpid",
-];
-#[cfg(not(target_arch = "x86_64"))]
-const KILLED: &[&str] = &[];
-
-fn check_probe(place: Place, user: User, nested: bool, stacked: bool) {
+fn check_probe(way: Way, place: Place, user: User, nested: bool, stacked: bool) {
     let Some(probe) = fixture().probe() else {
         return;
     };
-    let mut args: Vec<&str> = vec![probe.to_str().unwrap()];
-    if stacked {
-        // Row 14: the command's own allow-all filter changes nothing.
-        args.push("stack-allow");
-    }
-    args.extend(EXPECTED.iter().map(|e| e.0));
-    args.extend(KILLED);
+    let mut args = vec![probe.to_str().unwrap()];
+    args.extend(threats::filter_checks(stacked));
     let env = [("SRT_ALLOW_NESTED_USERNS", if nested { "1" } else { "0" })];
-    let out = helper(place, user, &env, &args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{place:?} {user:?}: {}",
-        stderr(&out)
-    );
+    let out = helper(place, user, &env, &way.args(&args));
+    let what = format!("{way:?} {place:?} {user:?} nested={nested} stacked={stacked}");
+    assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
     let got = probe_results(&stdout(&out));
-    let mut wrong = Vec::new();
-    if stacked && got.get("stack-allow").map(String::as_str) != Some("ok") {
-        wrong.push(format!("stack-allow: got {:?}", got.get("stack-allow")));
-    }
-    for &(check, both, nested_ok) in EXPECTED {
-        let want = match (nested, user) {
-            (false, _) => both,
-            (true, User::Unprivileged) => nested_unprivileged(check).unwrap_or(nested_ok),
-            (true, User::Root) => nested_ok,
-        };
-        if got.get(check).map(String::as_str) != Some(want) {
-            wrong.push(format!("{check}: got {:?}, want {want}", got.get(check)));
-        }
-    }
-    for &check in KILLED {
-        if got.get(check).map(String::as_str) != Some("signal:31") {
-            wrong.push(format!("{check}: got {:?}, want signal:31", got.get(check)));
-        }
-    }
-    assert!(
-        wrong.is_empty(),
-        "{place:?} {user:?} nested={nested} stacked={stacked}:\n{}",
-        wrong.join("\n")
-    );
+    let wrong = threats::filter_mismatches(&got, nested, privileged(way, place, user), stacked);
+    assert!(wrong.is_empty(), "{what}:\n{}", wrong.join("\n"));
 }
 
 #[test]
 fn filters_hold_inside_the_helper() {
-    for (place, user) in matrix() {
-        check_probe(place, user, false, false);
+    for way in WAYS {
+        for (place, user) in matrix() {
+            check_probe(way, place, user, false, false);
+        }
     }
 }
 
 #[test]
 fn a_permissive_filter_stacked_by_the_command_changes_nothing() {
-    for (place, user) in matrix() {
-        check_probe(place, user, false, true);
-        check_probe(place, user, true, true);
+    for way in WAYS {
+        for (place, user) in matrix() {
+            check_probe(way, place, user, false, true);
+            check_probe(way, place, user, true, true);
+        }
     }
 }
 
@@ -175,10 +81,72 @@ fn the_command_cannot_reach_the_inner_init_or_anything_outside() {
     }
 }
 
+/// Row 16 on the capability-free way: no PID namespace, so the command
+/// sees the processes around it (the host's, or bubblewrap's), and the
+/// Landlock domain must keep every one of them out of its reach: no
+/// signal, no ptrace, no `/proc/<pid>/mem`; and an abstract socket bound
+/// outside (reached through an inherited unbound socket, which no filter
+/// can stop) refuses it.
+#[test]
+fn capability_free_no_process_outside_can_be_signalled_ptraced_or_opened() {
+    for (place, user) in matrix() {
+        let Some(probe) = fixture().probe() else {
+            return;
+        };
+        let probe = probe.to_str().unwrap();
+        let name = format!(
+            "apply-seccomp-test-{}-{place:?}-{user:?}",
+            std::process::id()
+        );
+        let connect = format!("abstract-connect:{name}");
+        // The wrapper binds the abstract address outside the helper and
+        // leaves an unbound socket on fd 3.
+        let inner = Way::CapabilityFree.args(&[
+            probe,
+            "ptrace-init",
+            "mem-init",
+            "foreign",
+            "kill-foreign",
+            "ptrace-foreign",
+            &connect,
+        ]);
+        let out = common::command(
+            place,
+            user,
+            &[],
+            std::path::Path::new(probe),
+            &[
+                &["with-abstract", name.as_str()][..],
+                &[fixture().helper.to_str().unwrap()],
+                &inner.iter().map(String::as_str).collect::<Vec<_>>(),
+            ]
+            .concat(),
+        )
+        .output()
+        .unwrap();
+        let got = probe_results(&stdout(&out));
+        let ctx = format!("{place:?} {user:?}: {got:?} {}", stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{ctx}");
+        assert_eq!(got["ptrace-init"], "errno:EPERM", "{ctx}");
+        assert_eq!(got["mem-init"], "errno:EACCES", "{ctx}");
+        // At least PID 1 and the outer stub.
+        let wrong = threats::outside_mismatches(&got, 2);
+        assert!(wrong.is_empty(), "{ctx}:\n{}", wrong.join("\n"));
+        // The inherited socket belongs to the network namespace it was
+        // made in (the host's, even under bubblewrap's --unshare-net), where
+        // the address exists: only the Landlock scope refuses it. (The
+        // namespace way lets it through: inherited descriptors are out of
+        // the filters' reach.)
+        assert_eq!(got["abstract-connect"], "errno:EPERM", "{ctx}");
+    }
+}
+
 #[test]
 fn nesting_allowed_lifts_only_the_namespaces_filter() {
-    for (place, user) in matrix() {
-        check_probe(place, user, true, false);
+    for way in WAYS {
+        for (place, user) in matrix() {
+            check_probe(way, place, user, true, false);
+        }
     }
 }
 
@@ -189,50 +157,72 @@ const SHOW: &str = "echo \"pid=$$ ppid=$PPID\"; cat /proc/self/status; \
 #[test]
 fn the_command_sees_its_own_namespaces_and_filters() {
     let host_limit = std::fs::read_to_string("/proc/sys/user/max_user_namespaces").unwrap();
-    for (place, user) in matrix() {
-        let out = helper(
-            place,
-            user,
-            &[("SRT_ALLOW_NESTED_USERNS", "0")],
-            &["/bin/sh", "-c", SHOW],
-        );
-        let text = stdout(&out);
-        let ctx = format!("{place:?} {user:?}:\n{text}\n{}", stderr(&out));
-        assert_eq!(out.status.code(), Some(0), "{ctx}");
-        assert!(text.contains("pid=2 ppid=1"), "{ctx}");
-        assert_eq!(status_field(&text, "NoNewPrivs"), Some("1"), "{ctx}");
-        assert_eq!(status_field(&text, "Seccomp"), Some("2"), "{ctx}");
-        assert_eq!(status_field(&text, "Seccomp_filters"), Some("2"), "{ctx}");
-        assert_eq!(
-            status_field(&text, "CapAmb"),
-            Some("0000000000000000"),
-            "{ctx}"
-        );
-        let map = text
-            .lines()
-            .find_map(|l| l.strip_prefix("uid_map="))
-            .unwrap();
-        let map: Vec<&str> = map.split_whitespace().collect();
-        let limit = text.lines().find_map(|l| l.strip_prefix("limit=")).unwrap();
-        match (place, user) {
-            // Root on the host has CAP_SYS_ADMIN: the direct path makes no
-            // user namespace, so neither the map nor the limit changes.
-            (Place::Host, User::Root) => {
-                assert_eq!(map, ["0", "0", "4294967295"], "{ctx}");
-                assert_eq!(limit, host_limit.trim(), "{ctx}");
-            }
-            (_, User::Root) => {
-                assert_eq!(map, ["0", "0", "1"], "{ctx}");
-                assert_eq!(limit, "0", "{ctx}");
-            }
-            (_, User::Unprivileged) => {
-                let uid = if common::is_root() {
-                    "65534".to_string()
-                } else {
-                    own_uid()
-                };
-                assert_eq!(map, [uid.as_str(), uid.as_str(), "1"], "{ctx}");
-                assert_eq!(limit, "0", "{ctx}");
+    for way in WAYS {
+        for (place, user) in matrix() {
+            let out = helper(
+                place,
+                user,
+                &[("SRT_ALLOW_NESTED_USERNS", "0")],
+                &way.args(&["/bin/sh", "-c", SHOW]),
+            );
+            let text = stdout(&out);
+            let ctx = format!("{way:?} {place:?} {user:?}:\n{text}\n{}", stderr(&out));
+            assert_eq!(out.status.code(), Some(0), "{ctx}");
+            assert_eq!(status_field(&text, "NoNewPrivs"), Some("1"), "{ctx}");
+            assert_eq!(status_field(&text, "Seccomp"), Some("2"), "{ctx}");
+            assert_eq!(status_field(&text, "Seccomp_filters"), Some("2"), "{ctx}");
+            assert_eq!(
+                status_field(&text, "CapAmb"),
+                Some("0000000000000000"),
+                "{ctx}"
+            );
+            let map = text
+                .lines()
+                .find_map(|l| l.strip_prefix("uid_map="))
+                .unwrap();
+            let map: Vec<&str> = map.split_whitespace().collect();
+            let limit = text.lines().find_map(|l| l.strip_prefix("limit=")).unwrap();
+            let uid = if user == User::Root {
+                "0".to_string()
+            } else if common::is_root() {
+                "65534".to_string()
+            } else {
+                own_uid()
+            };
+            match (way, place, user) {
+                // No namespaces of its own: the caller's PID namespace (its
+                // parent is the outer stub), maps and limit.
+                (Way::CapabilityFree, _, _) => {
+                    assert!(!text.contains("pid=2 ppid=1"), "{ctx}");
+                    let outer = helper_free(place, user, SHOW);
+                    let outer_text = stdout(&outer);
+                    let outer_map = outer_text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("uid_map="))
+                        .unwrap();
+                    assert_eq!(
+                        map,
+                        outer_map.split_whitespace().collect::<Vec<_>>(),
+                        "{ctx}"
+                    );
+                    let outer_limit = outer_text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("limit="))
+                        .unwrap();
+                    assert_eq!(limit, outer_limit, "{ctx}");
+                }
+                // Root on the host has CAP_SYS_ADMIN: the direct path makes no
+                // user namespace, so neither the map nor the limit changes.
+                (Way::Auto, Place::Host, User::Root) => {
+                    assert!(text.contains("pid=2 ppid=1"), "{ctx}");
+                    assert_eq!(map, ["0", "0", "4294967295"], "{ctx}");
+                    assert_eq!(limit, host_limit.trim(), "{ctx}");
+                }
+                (Way::Auto, _, _) => {
+                    assert!(text.contains("pid=2 ppid=1"), "{ctx}");
+                    assert_eq!(map, [uid.as_str(), uid.as_str(), "1"], "{ctx}");
+                    assert_eq!(limit, "0", "{ctx}");
+                }
             }
         }
     }
@@ -250,21 +240,23 @@ fn own_uid() -> String {
 
 #[test]
 fn exit_status_and_signal_deaths_are_relayed() {
-    for (place, user) in matrix() {
-        for (script, code) in [
-            ("exit 42", 42),
-            ("exit 0", 0),
-            ("kill -KILL $$", 137),
-            ("kill -SEGV $$", 139),
-            ("kill -TERM $$", 143),
-        ] {
-            let out = helper(place, user, &[], &["/bin/sh", "-c", script]);
-            assert_eq!(
-                out.status.code(),
-                Some(code),
-                "{place:?} {user:?} {script}: {}",
-                stderr(&out)
-            );
+    for way in WAYS {
+        for (place, user) in matrix() {
+            for (script, code) in [
+                ("exit 42", 42),
+                ("exit 0", 0),
+                ("kill -KILL $$", 137),
+                ("kill -SEGV $$", 139),
+                ("kill -TERM $$", 143),
+            ] {
+                let out = helper(place, user, &[], &way.args(&["/bin/sh", "-c", script]));
+                assert_eq!(
+                    out.status.code(),
+                    Some(code),
+                    "{way:?} {place:?} {user:?} {script}: {}",
+                    stderr(&out)
+                );
+            }
         }
     }
 }
@@ -279,10 +271,10 @@ fn the_environment_is_scrubbed() {
         ("SRT_DEBUG", "1"),
         ("KEEP_ME", "yes"),
     ];
-    for (place, user) in matrix() {
-        let out = helper(place, user, &env, &["/usr/bin/env"]);
+    for (way, place, user) in common::ways_matrix() {
+        let out = helper(place, user, &env, &way.args(&["/usr/bin/env"]));
         let text = stdout(&out);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{way:?}: {}", stderr(&out));
         for gone in [
             "SRT_ALLOW_NESTED_USERNS",
             "SRT_OBSERVE_SOCK",
@@ -310,15 +302,15 @@ fn nesting_allowed_gives_one_filter_and_a_working_user_namespace() {
          echo limit=$(cat /proc/sys/user/max_user_namespaces)",
         unshare.display()
     );
-    for (place, user) in matrix() {
+    for (way, place, user) in common::ways_matrix() {
         let out = helper(
             place,
             user,
             &[("SRT_ALLOW_NESTED_USERNS", "1")],
-            &["/bin/sh", "-c", &script],
+            &way.args(&["/bin/sh", "-c", &script]),
         );
         let text = stdout(&out);
-        let ctx = format!("{place:?} {user:?}:\n{text}\n{}", stderr(&out));
+        let ctx = format!("{way:?} {place:?} {user:?}:\n{text}\n{}", stderr(&out));
         assert_eq!(out.status.code(), Some(0), "{ctx}");
         assert_eq!(status_field(&text, "Seccomp_filters"), Some("1"), "{ctx}");
         assert!(text.contains("nested-ok"), "{ctx}");
@@ -329,15 +321,15 @@ fn nesting_allowed_gives_one_filter_and_a_working_user_namespace() {
                 place,
                 user,
                 &[("SRT_ALLOW_NESTED_USERNS", value)],
-                &["/bin/sh", "-c", &script],
+                &way.args(&["/bin/sh", "-c", &script]),
             );
             let text = stdout(&out);
             assert_eq!(
                 status_field(&text, "Seccomp_filters"),
                 Some("2"),
-                "{value:?}: {text}"
+                "{way:?} {value:?}: {text}"
             );
-            assert!(!text.contains("nested-ok"), "{value:?}: {text}");
+            assert!(!text.contains("nested-ok"), "{way:?} {value:?}: {text}");
         }
     }
 }
@@ -345,7 +337,7 @@ fn nesting_allowed_gives_one_filter_and_a_working_user_namespace() {
 #[test]
 fn an_execute_only_install_works_unprivileged() {
     let xonly = fixture().helper_copy("apply-seccomp-xonly", 0o111);
-    for (place, user) in matrix() {
+    for (way, place, user) in common::ways_matrix() {
         if user != User::Unprivileged {
             continue;
         }
@@ -354,18 +346,19 @@ fn an_execute_only_install_works_unprivileged() {
             user,
             &[],
             &xonly,
-            &[
+            &way.args(&[
                 "/bin/sh",
                 "-c",
                 "grep -E '^(Seccomp_filters|NoNewPrivs):' /proc/self/status",
-            ],
+            ]),
         )
         .output()
         .unwrap();
         let text = stdout(&out);
-        assert_eq!(out.status.code(), Some(0), "{place:?}: {}", stderr(&out));
-        assert_eq!(status_field(&text, "Seccomp_filters"), Some("2"), "{text}");
-        assert_eq!(status_field(&text, "NoNewPrivs"), Some("1"), "{text}");
+        let ctx = format!("{way:?} {place:?}: {text} {}", stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{ctx}");
+        assert_eq!(status_field(&text, "Seccomp_filters"), Some("2"), "{ctx}");
+        assert_eq!(status_field(&text, "NoNewPrivs"), Some("1"), "{ctx}");
     }
 }
 
@@ -383,6 +376,7 @@ fn the_feature_probe_runs_nothing() {
         let words: Vec<&str> = text.lines().collect();
         assert!(words.contains(&"userns-limit"), "{text}");
         assert!(words.contains(&"race-free"), "{text}");
+        assert!(words.contains(&"capability-free"), "{text}");
         assert!(!text.contains("RAN"), "{text}");
         let out = helper(
             place,
@@ -396,7 +390,7 @@ fn the_feature_probe_runs_nothing() {
 
 #[test]
 fn failures_have_documented_codes_and_messages() {
-    for (place, user) in matrix() {
+    for (way, place, user) in common::ways_matrix() {
         let cases: [(&[&str], i32, &str); 6] = [
             (
                 &["/nonexistent/cmd"],
@@ -422,12 +416,18 @@ fn failures_have_documented_codes_and_messages() {
             ),
         ];
         for (args, code, message) in cases {
-            let out = helper(place, user, &[], args);
+            // The usage errors come before any way is chosen.
+            let args = if code == 125 {
+                args.iter().map(|a| a.to_string()).collect()
+            } else {
+                way.args(args)
+            };
+            let out = helper(place, user, &[], &args);
             let err = stderr(&out);
             assert_eq!(
                 out.status.code(),
                 Some(code),
-                "{place:?} {user:?} {args:?}: {err}"
+                "{way:?} {place:?} {user:?} {args:?}: {err}"
             );
             assert!(err.starts_with(message), "{args:?}: {err}");
             assert!(
@@ -442,20 +442,25 @@ fn failures_have_documented_codes_and_messages() {
 
 #[test]
 fn debug_lines_say_which_path_was_taken() {
-    for (place, user) in matrix() {
-        let out = helper(place, user, &[("SRT_DEBUG", "1")], &["true"]);
+    for (way, place, user) in common::ways_matrix() {
+        let out = helper(place, user, &[("SRT_DEBUG", "1")], &way.args(&["true"]));
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(0), "{err}");
         assert!(
             err.lines().all(|l| l.starts_with("apply-seccomp: ")),
             "{err}"
         );
-        let want = if (place, user) == (Place::Host, User::Root) {
-            "direct path"
-        } else {
-            "user namespace path"
+        let want = match (way, place, user) {
+            (Way::CapabilityFree, _, _) => {
+                "capability-free path (asked for with --way-in=capability-free)"
+            }
+            (Way::Auto, Place::Host, User::Root) => "direct path",
+            (Way::Auto, _, _) => "user namespace path",
         };
-        assert!(err.contains(want), "{place:?} {user:?}: {err}");
+        assert!(err.contains(want), "{way:?} {place:?} {user:?}: {err}");
+        if way == Way::CapabilityFree {
+            assert!(err.contains("capability-free: Landlock ABI "), "{err}");
+        }
         assert!(err.contains("exit status 0"), "{err}");
     }
 }
@@ -467,14 +472,17 @@ fn the_command_inherits_the_callers_signal_dispositions() {
     // and `yes | head` would then complain of a broken pipe.
     let show = "grep SigIgn /proc/self/status";
     let helper_path = fixture().helper.to_string_lossy().into_owned();
-    for (place, user) in matrix() {
-        let what = format!("{place:?} {user:?}");
+    for (way, place, user) in common::ways_matrix() {
+        let what = format!("{way:?} {place:?} {user:?}");
+        let helper_args = way.args::<&str>(&[]).join(" ");
         for trap in ["", "trap '' USR1; "] {
             let plain = helper_free(place, user, &format!("{trap}exec /bin/sh -c '{show}'"));
             let wrapped = helper_free(
                 place,
                 user,
-                &format!("{trap}exec {helper_path} /bin/sh -c '{show}; yes | head -1'"),
+                &format!(
+                    "{trap}exec {helper_path} {helper_args} /bin/sh -c '{show}; yes | head -1'"
+                ),
             );
             let want = status_field(&stdout(&plain), "SigIgn").map(str::to_owned);
             let got = status_field(&stdout(&wrapped), "SigIgn").map(str::to_owned);
@@ -510,4 +518,107 @@ fn helper_free(place: Place, user: User, script: &str) -> std::process::Output {
     )
     .output()
     .unwrap()
+}
+
+/// Where the namespace way is refused, the message names the cause the
+/// kernel's answers show, and nothing else; the capability-free way is
+/// taken only where capabilities are denied (an LSM: tests/vm.rs), never
+/// here. Each situation is real: a seccomp filter around the helper, a
+/// filter on unshare alone, a user namespace limit of 0.
+#[test]
+fn refusals_name_their_own_cause() {
+    let Some(probe) = fixture().probe() else {
+        return;
+    };
+    let helper_path = fixture().helper.to_str().unwrap().to_string();
+    let probe = probe.to_str().unwrap();
+    for user in [User::Root, User::Unprivileged] {
+        if user == User::Root && !common::is_root() {
+            continue;
+        }
+        // Inside the helper itself: its filters refuse every new user
+        // namespace (clone(CLONE_NEWUSER) too).
+        let out = helper(Place::Host, user, &[], &[helper_path.as_str(), "true"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(125), "{user:?}: {err}");
+        assert!(
+            err.contains(
+                "no user namespace can be made here (clone(CLONE_NEWUSER): Operation not permitted)"
+            ),
+            "{user:?}: {err}"
+        );
+        assert!(err.contains("already runs under a seccomp filter"), "{err}");
+        for wrong in ["unprivileged_userns_clone", "apparmor", "unpriv_bwrap"] {
+            assert!(!err.contains(wrong), "{user:?} names {wrong}: {err}");
+        }
+        // A filter on unshare alone: user namespaces can be made (clone),
+        // capabilities work in them, only unshare is refused.
+        for way in ["--way-in=auto", "--way-in=namespaces"] {
+            let out = common::command(
+                Place::Host,
+                user,
+                &[],
+                std::path::Path::new(probe),
+                &["deny-unshare", helper_path.as_str(), way, "true"],
+            )
+            .output()
+            .unwrap();
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(125), "{user:?} {way}: {err}");
+            assert!(
+                err.contains("its capabilities work, yet this unshare was refused"),
+                "{user:?} {way}: {err}"
+            );
+            assert!(!err.contains("seccomp filter (Seccomp: 2"), "{err}");
+            assert!(!err.contains("--way-in"), "{err}");
+        }
+        // The capability-free way needs no unshare at all.
+        let out = common::command(
+            Place::Host,
+            user,
+            &[],
+            std::path::Path::new(probe),
+            &[
+                "deny-unshare",
+                helper_path.as_str(),
+                "--way-in=capability-free",
+                probe,
+                "unix-stream",
+            ],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(
+            stdout(&out),
+            "unix-stream=errno:EPERM\n",
+            "{}",
+            stderr(&out)
+        );
+    }
+    // user.max_user_namespaces=0 where the helper runs, and no capability
+    // for the direct path.
+    if let (Some(unshare), Some(setpriv)) = (common::which("unshare"), common::which("setpriv")) {
+        let script = format!(
+            "echo 0 > /proc/sys/user/max_user_namespaces && \
+             exec {} --inh-caps=-all --bounding-set=-all {helper_path} true",
+            setpriv.display()
+        );
+        let out = common::command(
+            Place::Host,
+            User::Unprivileged,
+            &[],
+            &unshare,
+            &["--user", "--map-root-user", "/bin/sh", "-c", &script],
+        )
+        .output()
+        .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(125), "{err}");
+        assert!(
+            err.contains("user.max_user_namespaces is 0 in the namespace this runs in"),
+            "{err}"
+        );
+    } else {
+        common::skip("util-linux unshare and setpriv are not installed");
+    }
 }

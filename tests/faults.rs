@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use common::threats::{WAYS, Way};
 use common::{fixture, status_field, stderr, stdout};
 
 const SHOW: &str = "echo COMMAND-RAN; grep -E '^(Seccomp_filters|NoNewPrivs):' /proc/self/status";
@@ -84,6 +85,10 @@ fn einval_forever_fails_closed_as_transient() {
     assert!(err.contains("not a policy denial"), "{err}");
 }
 
+/// EPERM injected into the user namespace unshare only: a user namespace
+/// made to check (clone, not injected) works and so do its capabilities,
+/// so the hint names a filter on unshare itself, and none of the causes
+/// that do not apply.
 #[test]
 fn eperm_fails_closed_with_the_hint() {
     let Some(out) = strace_run("error=EPERM:when=2") else {
@@ -93,13 +98,16 @@ fn eperm_fails_closed_with_the_hint() {
         &out,
         "apply-seccomp: unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): Operation not permitted",
     );
-    for cause in [
+    assert!(
+        err.contains("its capabilities work, yet this unshare was refused"),
+        "{err}"
+    );
+    for wrong in [
         "kernel.unprivileged_userns_clone",
-        "user.max_user_namespaces",
-        "kernel.apparmor_restrict_unprivileged_userns",
-        "seccomp profile",
+        "max_user_namespaces",
+        "apparmor",
     ] {
-        assert!(err.contains(cause), "hint lacks {cause}: {err}");
+        assert!(!err.contains(wrong), "hint names {wrong}: {err}");
     }
 }
 
@@ -107,7 +115,7 @@ fn eperm_fails_closed_with_the_hint() {
 /// the C library picks between equivalent syscalls (musl opens with `open`
 /// and forks with `fork` on x86_64, glibc uses `openat` and `clone`), the
 /// entry names them all, `|`-separated, and each one made is injected.
-const SETUP_CALLS: [(&str, &str); 17] = [
+const SETUP_CALLS: [(&str, &str); 19] = [
     ("unshare", "EPERM"),
     ("unshare", "EINVAL"),
     ("openat|open", "EACCES"),
@@ -125,12 +133,19 @@ const SETUP_CALLS: [(&str, &str); 17] = [
     ("rt_sigtimedwait", "EINVAL"),
     ("wait4", "ECHILD"),
     ("ppoll|poll", "EINVAL"),
+    ("landlock_create_ruleset", "ENOSYS"),
+    ("landlock_restrict_self", "EPERM"),
 ];
 
 /// The most calls any one process makes to each syscall in a clean run.
-fn calls_per_process(strace: &Path, user: Option<&str>, dir: &Path) -> BTreeMap<String, usize> {
+fn calls_per_process(
+    strace: &Path,
+    way: Way,
+    user: Option<&str>,
+    dir: &Path,
+) -> BTreeMap<String, usize> {
     let names: Vec<&str> = SETUP_CALLS.iter().flat_map(|c| c.0.split('|')).collect();
-    let logs = run_traced(strace, user, dir, &names.join(","), None);
+    let logs = run_traced(strace, way, user, dir, &names.join(","), None);
     let mut most = BTreeMap::new();
     for (_, lines) in &logs.per_process {
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -156,6 +171,7 @@ struct Traced {
 /// Runs the helper on the probe under `strace -ff`, one log per process.
 fn run_traced(
     strace: &Path,
+    way: Way,
     user: Option<&str>,
     dir: &Path,
     trace: &str,
@@ -167,8 +183,9 @@ fn run_traced(
     cmd.args(["-ff", "-qq", "-o"]).arg(dir.join("log"));
     // clone and fork too: the stub's fork marks what init and the worker
     // inherit.
-    cmd.arg("-e")
-        .arg(format!("trace=execve,prctl,seccomp,clone,fork,{trace}"));
+    cmd.arg("-e").arg(format!(
+        "trace=execve,prctl,seccomp,landlock_restrict_self,clone,fork,{trace}"
+    ));
     if let Some(inject) = inject {
         cmd.arg("-e").arg(format!("inject={inject}"));
     }
@@ -176,7 +193,8 @@ fn run_traced(
         cmd.args(["-u", user]);
     }
     let probe = fixture().probe().expect("probe").to_path_buf();
-    cmd.arg(faults_helper()).arg(&probe).arg("inet");
+    cmd.arg(faults_helper())
+        .args(way.args(&[probe.to_str().unwrap(), "inet"]));
     cmd.env_clear()
         .env("PATH", "/usr/bin:/bin")
         .current_dir("/")
@@ -203,13 +221,16 @@ fn faults_helper() -> &'static Path {
 
 /// The invariant of every fault: each exec of the command came after
 /// no_new_privs and both filters (the worker's own, or inherited from what
-/// the outer stub set before its fork); if the command never ran, the helper exited
-/// 125-127 with a message (or never started); nothing is left running.
-fn check_invariant(t: &Traced, what: &str) -> Result<bool, String> {
+/// the outer stub set before its fork), and on the capability-free way
+/// after landlock_restrict_self; if the command never ran, the helper
+/// exited 125-127 with a message (or never started); nothing is left
+/// running.
+fn check_invariant(t: &Traced, way: Way, what: &str) -> Result<bool, String> {
     let probe = fixture().probe().unwrap().to_string_lossy().into_owned();
     let helper = faults_helper().to_string_lossy().into_owned();
     let ok = |l: &str| l.trim_end().ends_with("= 0"); // strace pads: "...)  = 0"
     let nnp = |l: &str| l.starts_with("prctl(PR_SET_NO_NEW_PRIVS") && ok(l);
+    let domain = |l: &str| l.starts_with("landlock_restrict_self(") && ok(l);
     let filter = |l: &str| l.starts_with("seccomp(SECCOMP_SET_MODE_FILTER") && ok(l);
     // The outer stub's state when it forked init, which init and the
     // worker inherit.
@@ -231,16 +252,18 @@ fn check_invariant(t: &Traced, what: &str) -> Result<bool, String> {
     }
     let mut ran = false;
     for (_, lines) in &t.per_process {
-        let (mut own_nnp, mut own_filters) = (false, 0);
+        let (mut own_nnp, mut own_filters, mut own_domain) = (false, 0, false);
         for l in lines {
             own_nnp |= nnp(l);
             own_filters += usize::from(filter(l));
+            own_domain |= domain(l);
             if l.starts_with(&format!("execve(\"{probe}\"")) && ok(l) {
                 ran = true;
                 let (n, f) = (inherited_nnp || own_nnp, inherited_filters + own_filters);
-                if !n || f < 2 {
+                if !n || f < 2 || (way == Way::CapabilityFree && !own_domain) {
                     return Err(format!(
-                        "{what}: the command ran with no_new_privs={n}, {f} filters"
+                        "{what}: the command ran with no_new_privs={n}, {f} filters, \
+                         Landlock domain={own_domain}"
                     ));
                 }
             }
@@ -304,11 +327,14 @@ fn every_setup_fault_fails_closed() {
     let mut called = std::collections::BTreeSet::new();
     let mut failed_closed = 0;
     let mut problems = Vec::new();
-    for user in users {
+    let runs = WAYS
+        .into_iter()
+        .flat_map(|w| users.iter().map(move |&u| (w, u)));
+    for (way, user) in runs {
         let dir = fixture()
             .dir
-            .join(format!("faults-{}", user.unwrap_or("self")));
-        let most = calls_per_process(&strace, user, &dir);
+            .join(format!("faults-{way:?}-{}", user.unwrap_or("self")));
+        let most = calls_per_process(&strace, way, user, &dir);
         called.extend(most.keys().cloned());
         for (name, errno) in SETUP_CALLS
             .iter()
@@ -316,11 +342,11 @@ fn every_setup_fault_fails_closed() {
         {
             let n = most.get(name).copied().unwrap_or(0);
             for k in 1..=n.min(12) {
-                let what = format!("{user:?} {name} #{k} -> {errno}");
+                let what = format!("{way:?} {user:?} {name} #{k} -> {errno}");
                 let inject = format!("{name}:error={errno}:when={k}");
-                let t = run_traced(&strace, user, &dir, name, Some(&inject));
+                let t = run_traced(&strace, way, user, &dir, name, Some(&inject));
                 cases += 1;
-                match check_invariant(&t, &what) {
+                match check_invariant(&t, way, &what) {
                     Ok(true) => {}
                     Ok(false) => failed_closed += 1,
                     Err(e) => problems.push(e),

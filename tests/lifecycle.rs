@@ -8,20 +8,27 @@ use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Place, User, fixture, matrix};
+use common::threats::Way;
+use common::{Place, User, fixture};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
 
 /// Starts the helper on `script` and waits until it prints `ready`.
-fn start(place: Place, user: User, script: &str) -> (Child, Lines) {
+fn start(way: Way, place: Place, user: User, script: &str) -> (Child, Lines) {
     let helper = &fixture().helper;
-    let mut child = common::command(place, user, &[], helper, &["/bin/sh", "-c", script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn helper");
+    let mut child = common::command(
+        place,
+        user,
+        &[],
+        helper,
+        &way.args(&["/bin/sh", "-c", script]),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn helper");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     wait_for_line(&mut lines, "ready");
     (child, lines)
@@ -96,7 +103,8 @@ fn descends_from(pid: &str, ancestor: u32) -> bool {
 
 /// The host pid of the helper's outer stub: on the host, the child we
 /// spawned; under bubblewrap, the helper process below it whose parent is
-/// not a helper process too (the inner init is a child of the stub).
+/// not a helper process too (the inner init is a child of the stub; on the
+/// capability-free way the stub's only child is the command).
 fn stub_pid(place: Place, child: &Child) -> Pid {
     if place == Place::Host {
         return Pid::from_raw(child.id() as i32);
@@ -149,7 +157,7 @@ fn marker() -> String {
 
 #[test]
 fn forwarded_signals_reach_the_command() {
-    for (place, user) in matrix() {
+    for (way, place, user) in common::ways_matrix() {
         for (signal, name, code) in [
             (Signal::SIGTERM, "TERM", 71),
             (Signal::SIGINT, "INT", 72),
@@ -164,8 +172,8 @@ fn forwarded_signals_reach_the_command() {
                 "trap 'echo got-{name}; exit {code}' {name}; sleep {m} & echo ready; \
                  while :; do sleep 0.05; done"
             );
-            let what = format!("{place:?} {user:?} {name}");
-            let (mut child, mut lines) = start(place, user, &script);
+            let what = format!("{way:?} {place:?} {user:?} {name}");
+            let (mut child, mut lines) = start(way, place, user, &script);
             kill(stub_pid(place, &child), signal).unwrap();
             let status = wait_bounded(&mut child, &what);
             assert_eq!(status.code(), Some(code), "{what}");
@@ -182,12 +190,12 @@ fn forwarded_signals_reach_the_command() {
 
 #[test]
 fn sigkill_of_the_helper_leaves_nothing_running() {
-    for (place, user) in matrix() {
+    for (way, place, user) in common::ways_matrix() {
         let m = marker();
         // Two background processes, a foreground child, and the shell.
         let script = format!("sleep {m} & sleep {m} & echo ready; sleep {m}; wait");
-        let what = format!("{place:?} {user:?}");
-        let (mut child, _lines) = start(place, user, &script);
+        let what = format!("{way:?} {place:?} {user:?}");
+        let (mut child, _lines) = start(way, place, user, &script);
         assert!(
             !processes_with(&m).is_empty(),
             "{what}: the command should be running"
@@ -200,6 +208,21 @@ fn sigkill_of_the_helper_leaves_nothing_running() {
             Place::Bwrap => assert_eq!(status.code(), Some(137), "{what}"),
         }
         let left = survivors(&m);
+        if (way, place) == (Way::CapabilityFree, Place::Host) {
+            // No PID namespace to end with the helper: the command itself
+            // goes (its PDEATHSIG), its own children are left to init, as
+            // the README says. Under bubblewrap, bwrap's namespace ends them.
+            assert!(
+                left.iter().all(|p| !p.contains("/bin/sh")),
+                "{what}: the command outlived its stub:\n{}",
+                left.join("\n")
+            );
+            for p in &left {
+                let pid = p.split(':').next().unwrap().parse().unwrap();
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            continue;
+        }
         assert!(
             left.is_empty(),
             "{what}: still running after SIGKILL:\n{}",
@@ -210,13 +233,13 @@ fn sigkill_of_the_helper_leaves_nothing_running() {
 
 #[test]
 fn orphans_end_with_the_helper() {
-    for (place, user) in matrix() {
+    for (way, place, user) in common::ways_matrix() {
         let m = marker();
         // The worker exits at once, leaving an orphan for init to reap; the
         // helper ends with the worker's status and the orphan with it.
         let script = format!("sleep {m} & echo ready; exit 3");
-        let what = format!("{place:?} {user:?}");
-        let (mut child, _lines) = start(place, user, &script);
+        let what = format!("{way:?} {place:?} {user:?}");
+        let (mut child, _lines) = start(way, place, user, &script);
         let status = wait_bounded(&mut child, &what);
         assert_eq!(status.code(), Some(3), "{what}");
         let left = survivors(&m);
@@ -231,10 +254,10 @@ fn orphans_end_with_the_helper() {
 #[test]
 fn the_outer_stub_is_locked_down() {
     use std::os::unix::fs::MetadataExt;
-    for (place, user) in matrix() {
+    for (way, place, user) in common::ways_matrix() {
         let m = marker();
-        let what = format!("{place:?} {user:?}");
-        let (mut child, _lines) = start(place, user, &format!("echo ready; sleep {m}"));
+        let what = format!("{way:?} {place:?} {user:?}");
+        let (mut child, _lines) = start(way, place, user, &format!("echo ready; sleep {m}"));
         let stub = stub_pid(place, &child).to_string();
         // Defence in depth beside the bounding-set drop: filtered as the
         // command is, so holding it would get a command nowhere. The stub
@@ -274,11 +297,12 @@ fn the_outer_stub_is_locked_down() {
     }
 }
 
-/// The inner init sets PR_SET_PDEATHSIG, then checks that the stub did not
-/// die before that took effect (the control socket's POLLHUP). strace
-/// holds init's first prctl (the PDEATHSIG one) for a while, before it
-/// takes effect; the stub is killed meanwhile. Without the check, init
-/// would go on and run the command, orphaned.
+/// The inner init (on the capability-free way, the worker) sets
+/// PR_SET_PDEATHSIG, then checks that the stub did not die before that
+/// took effect (the control socket's POLLHUP). strace holds its first
+/// prctl (the PDEATHSIG one) for a while, before it takes effect; the stub
+/// is killed meanwhile. Without the check, it would go on and run the
+/// command, orphaned.
 #[test]
 fn a_stub_dying_before_init_arms_pdeathsig_stops_everything() {
     let Some(strace) = common::which("strace") else {
@@ -292,10 +316,13 @@ fn a_stub_dying_before_init_arms_pdeathsig_stops_everything() {
     } else {
         vec![None]
     };
-    for user in users {
+    let cases = [Way::Auto, Way::CapabilityFree]
+        .into_iter()
+        .flat_map(|w| users.iter().map(move |&u| (w, u)));
+    for (way, user) in cases {
         let marker = fixture()
             .dir
-            .join(format!("pdeathsig-ran-{}", user.unwrap_or("self")));
+            .join(format!("pdeathsig-ran-{way:?}-{}", user.unwrap_or("self")));
         let dir = fixture().dir.clone();
         let mut cmd = std::process::Command::new(&strace);
         // when=1 is each process's first prctl: the stub's (before init
@@ -307,7 +334,7 @@ fn a_stub_dying_before_init_arms_pdeathsig_stops_everything() {
         }
         let script = format!("echo ran > {}", marker.display());
         cmd.arg(&helper)
-            .args(["/bin/sh", "-c", &script])
+            .args(way.args(&["/bin/sh", "-c", &script]))
             .current_dir(&dir);
         let mut strace_child = cmd
             .stdin(Stdio::null())
@@ -325,16 +352,19 @@ fn a_stub_dying_before_init_arms_pdeathsig_stops_everything() {
             if let Some(init) = found {
                 break parent_of(&init);
             }
-            assert!(Instant::now() < deadline, "{user:?}: init never appeared");
+            assert!(
+                Instant::now() < deadline,
+                "{way:?} {user:?}: init never appeared"
+            );
             std::thread::sleep(Duration::from_millis(10));
         };
         kill(Pid::from_raw(stub.parse().unwrap()), Signal::SIGKILL).unwrap();
-        wait_bounded(&mut strace_child, &format!("{user:?}: strace"));
+        wait_bounded(&mut strace_child, &format!("{way:?} {user:?}: strace"));
         assert!(
             !marker.exists(),
-            "{user:?}: the command ran after its stub was gone"
+            "{way:?} {user:?}: the command ran after its stub was gone"
         );
         let left = processes_with(&helper_str);
-        assert!(left.is_empty(), "{user:?}: left running: {left:?}");
+        assert!(left.is_empty(), "{way:?} {user:?}: left running: {left:?}");
     }
 }

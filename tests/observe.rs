@@ -14,6 +14,7 @@ use std::process::Output;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::threats::Way;
 use common::{Place, User, fixture, helper, matrix, stderr, stdout};
 
 /// A listening socket any uid can connect to; collects what each
@@ -92,12 +93,12 @@ rm abs.txt link
 echo done
 "#;
 
-fn run_script(place: Place, user: User, dir: &Path, env: &[(&str, &str)]) -> Output {
+fn run_script(way: Way, place: Place, user: User, dir: &Path, env: &[(&str, &str)]) -> Output {
     helper(
         place,
         user,
         env,
-        &["/bin/sh", "-c", SCRIPT, "sh", &dir.to_string_lossy()],
+        &way.args(&["/bin/sh", "-c", SCRIPT, "sh", &dir.to_string_lossy()]),
     )
 }
 
@@ -132,22 +133,26 @@ fn has(events: &BTreeSet<(String, String)>, syscalls: &[&str], path: &Path) -> b
 
 #[test]
 fn writes_are_reported_reads_are_not_and_results_do_not_change() {
-    for (place, user) in matrix() {
-        let tag = format!("{place:?}-{user:?}").to_lowercase();
+    for (way, place, user) in common::ways_matrix() {
+        let tag = format!("{way:?}-{place:?}-{user:?}").to_lowercase();
         let listener = Listener::new(&format!("obs-{tag}"));
         let sock = listener.path.to_string_lossy().into_owned();
         let observed_dir = workdir(&format!("observed-{tag}"));
         let plain_dir = workdir(&format!("plain-{tag}"));
 
-        let plain = run_script(place, user, &plain_dir, &[]);
+        let plain = run_script(way, place, user, &plain_dir, &[]);
         let observed = run_script(
+            way,
             place,
             user,
             &observed_dir,
             &[("SRT_OBSERVE_SOCK", &sock), ("SRT_ENCODED_CMD", "ZWNobw==")],
         );
         let lines = listener.take();
-        let what = format!("{place:?} {user:?}: {lines:#?}\n{}", stderr(&observed));
+        let what = format!(
+            "{way:?} {place:?} {user:?}: {lines:#?}\n{}",
+            stderr(&observed)
+        );
 
         // The command's results are those of an unobserved run (under
         // bubblewrap the folder is read-only: the same failures).
@@ -226,17 +231,17 @@ fn the_command_sees_three_filters_and_neither_variable() {
     let listener = Listener::new("obs-env");
     let sock = listener.path.to_string_lossy().into_owned();
     let script = "grep Seccomp_filters /proc/self/status; env | grep ^SRT_; ls /proc/self/fd";
-    for (place, user) in matrix() {
+    for (way, place, user) in common::ways_matrix() {
         let observed = helper(
             place,
             user,
             &[("SRT_OBSERVE_SOCK", &sock), ("SRT_ENCODED_CMD", "eA==")],
-            &["/bin/sh", "-c", script],
+            &way.args(&["/bin/sh", "-c", script]),
         );
-        let plain = helper(place, user, &[], &["/bin/sh", "-c", script]);
+        let plain = helper(place, user, &[], &way.args(&["/bin/sh", "-c", script]));
         // Three filters; no SRT_ variable; the same fds as an unobserved
         // run (the listener and the socket stay with the helper).
-        let what = format!("{place:?} {user:?}: {}", stderr(&observed));
+        let what = format!("{way:?} {place:?} {user:?}: {}", stderr(&observed));
         assert_eq!(
             stdout(&observed),
             stdout(&plain).replace("Seccomp_filters:\t2", "Seccomp_filters:\t3"),

@@ -12,6 +12,8 @@
 //! (set by `.ci/run`) every skip is a failure instead.
 #![allow(dead_code)]
 
+pub mod threats;
+
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -238,6 +240,15 @@ pub fn matrix() -> Vec<(Place, User)> {
         }
     }
     m
+}
+
+/// [`matrix`] on each way in.
+pub fn ways_matrix() -> Vec<(threats::Way, Place, User)> {
+    let m = matrix();
+    threats::WAYS
+        .into_iter()
+        .flat_map(|w| m.iter().map(move |&(p, u)| (w, p, u)))
+        .collect()
 }
 
 /// A command that runs `program args...` as `user` at `place`, with a clean

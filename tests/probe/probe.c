@@ -24,8 +24,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +46,7 @@ static const char *errname(int e) {
   case EOPNOTSUPP: return "EOPNOTSUPP";
   case ESOCKTNOSUPPORT: return "ESOCKTNOSUPPORT";
   case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+  case ECONNREFUSED: return "ECONNREFUSED";
   default: return "OTHER";
   }
 }
@@ -143,9 +147,16 @@ static void stack_allow(const char *name) {
   result(name, r, errno);
 }
 
-/* Row 16: every process in /proc other than this one, as "pid:mem" where
- * mem is "open" if /proc/PID/mem could be opened, else the errno. */
-static void foreign(const char *name) {
+/* Row 16: every process in /proc other than this one, as "pid:RESULT",
+ * comma-separated. `what` picks the attempt:
+ *   'm'  open /proc/PID/mem: "open", or the errno
+ *   'k'  kill(PID, 0): "ok", or the errno
+ *   'p'  PTRACE_SEIZE (stops nothing; detached at once): "ok", or the errno
+ * Numbers are the /proc instance's, so 'k' and 'p' mean something only
+ * where that instance is this process's own PID namespace's or an
+ * ancestor's as seen from it (the capability-free way, without a PID
+ * namespace of its own). */
+static void foreign_with(const char *name, char what) {
   DIR *d = opendir("/proc");
   if (!d) {
     printf("%s=errno:%s\n", name, errname(errno));
@@ -162,19 +173,83 @@ static void foreign(const char *name) {
   while ((e = readdir(d))) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9' || !strcmp(e->d_name, self))
       continue;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%s/mem", e->d_name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    int err = errno;
-    printf("%s%s:%s", n++ ? "," : "", e->d_name, fd >= 0 ? "open" : errname(err));
-    if (fd >= 0) close(fd);
+    const char *res;
+    if (what == 'm') {
+      char path[300];
+      snprintf(path, sizeof path, "/proc/%s/mem", e->d_name);
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      res = fd >= 0 ? "open" : errname(errno);
+      if (fd >= 0) close(fd);
+    } else if (what == 'k') {
+      res = kill(atoi(e->d_name), 0) == 0 ? "ok" : errname(errno);
+    } else {
+      pid_t pid = atoi(e->d_name);
+      if (ptrace(PTRACE_SEIZE, pid, 0, 0) == 0) {
+        res = "ok";
+        ptrace(PTRACE_DETACH, pid, 0, 0);
+      } else {
+        res = errname(errno);
+      }
+    }
+    printf("%s%s:%s", n++ ? "," : "", e->d_name, res);
   }
   closedir(d);
   printf("%s\n", n ? "" : "none");
 }
 
+/* Connects the inherited, unbound AF_UNIX socket on fd 3 (see
+ * with-abstract) to the abstract address `addr`. */
+static void abstract_connect(const char *name, const char *addr) {
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  size_t len = strlen(addr);
+  memcpy(sun.sun_path + 1, addr, len);
+  long r = connect(3, (struct sockaddr *)&sun, offsetof(struct sockaddr_un, sun_path) + 1 + len);
+  result(name, r, errno);
+}
+
+/* Wrapper modes, before the checks; each ends in an exec of the rest:
+ *   with-abstract ADDR CMD...  listen on the abstract address ADDR (fd 4,
+ *                              inherited) and leave an unbound AF_UNIX
+ *                              stream socket on fd 3 for abstract-connect
+ *   deny-unshare CMD...        a seccomp filter answering EPERM to unshare
+ *                              and to nothing else (a container-like policy
+ *                              on unshare itself) */
+static int wrapper(int argc, char **argv) {
+  if (argc > 3 && !strcmp(argv[1], "with-abstract")) {
+    int l = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    size_t len = strlen(argv[2]);
+    memcpy(sun.sun_path + 1, argv[2], len);
+    if (l < 0 || bind(l, (struct sockaddr *)&sun, offsetof(struct sockaddr_un, sun_path) + 1 + len) ||
+        listen(l, 8) || dup2(l, 4) < 0)
+      return perror("with-abstract: listener"), 125;
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (c < 0 || dup2(c, 3) < 0)
+      return perror("with-abstract: socket"), 125;
+    execvp(argv[3], argv + 3);
+    return perror("with-abstract: exec"), 127;
+  }
+  if (argc > 2 && !strcmp(argv[1], "deny-unshare")) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = 4, .filter = f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
+      return perror("deny-unshare"), 125;
+    execvp(argv[2], argv + 2);
+    return perror("deny-unshare: exec"), 127;
+  }
+  return -1;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  int w = wrapper(argc, argv);
+  if (w >= 0)
+    return w;
   for (int i = 1; i < argc; i++) {
     const char *c = argv[i];
     errno = 0;
@@ -219,7 +294,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "mount-setattr")) raw(c, 442, -1, 1, -1, 0, 0);
     else if (!strcmp(c, "open-tree-attr")) raw(c, 467, -1, 1, -1, 0, 0);
     else if (!strcmp(c, "stack-allow")) stack_allow(c);
-    else if (!strcmp(c, "foreign")) foreign(c);
+    else if (!strcmp(c, "foreign")) foreign_with(c, 'm');
+    else if (!strcmp(c, "kill-foreign")) foreign_with(c, 'k');
+    else if (!strcmp(c, "ptrace-foreign")) foreign_with(c, 'p');
+    else if (!strncmp(c, "abstract-connect:", 17)) abstract_connect("abstract-connect", c + 17);
     else if (!strcmp(c, "ptrace-init")) {
       /* PTRACE_SEIZE does not stop the tracee, so nothing hangs if it works. */
       long r = ptrace(PTRACE_SEIZE, 1, 0, 0);
