@@ -139,9 +139,9 @@ pub fn enter(backoff: &Backoff, way: WayIn) -> Result<Entry, Error> {
         Err(Error::Setup { step, source })
             if matches!(source.raw_os_error(), Some(libc::EPERM | libc::EACCES)) =>
         {
-            let refusal = Refusal {
+            let mut refusal = Refusal {
                 probe: with_dumpable(|| Ok(probe()))?,
-                settings: Settings::read(),
+                settings: Settings::default(),
             };
             if refusal.capabilities_denied() && way == WayIn::Auto {
                 return Ok(Entry {
@@ -156,6 +156,8 @@ pub fn enter(backoff: &Backoff, way: WayIn) -> Result<Entry, Error> {
                     elapsed: start.elapsed(),
                 });
             }
+            // Read for the message only: the capability-free way needs none.
+            refusal.settings = Settings::read();
             return Err(Error::Refused {
                 step,
                 source,
