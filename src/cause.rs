@@ -192,10 +192,17 @@ pub enum Lack {
 pub const SCOPED_ABI: i32 = 6;
 
 /// The narrowest fix where capabilities are denied and Landlock cannot
-/// stand in (checked in the AppArmor VM, tests/vm.rs).
-pub const NARROWEST_FIX: &str = "Narrowest fix: boot a kernel with Landlock ABI 6 (Linux 6.12 \
-     or later, landlock in lsm=); do not turn off AppArmor's user namespace restriction or \
-     the bwrap profile for the whole system.";
+/// stand in. Checked in the AppArmor VM (tests/vm.rs, README): on Debian
+/// 13's 6.12 with AppArmor 4.1.0, `priority=100 allow capability,` in
+/// `local/unpriv_bwrap` is accepted by the parser and still denied, so no
+/// local override lifts the profile's `audit deny capability` for one
+/// program; the wider switches loosen every sandbox on the machine.
+pub const NARROWEST_FIX: &str = "Narrowest fix: boot a kernel with Landlock ABI 6, Linux 6.12 \
+     or later with landlock in lsm= (Ubuntu 25.04 and later ship one; on 24.04, the HWE \
+     kernel), which loosens nothing. No local AppArmor override lifts unpriv_bwrap's `audit \
+     deny capability` for this helper alone (a priority= allow in local/unpriv_bwrap is still \
+     denied), and editing the profile or turning the restriction off loosens every bubblewrap \
+     sandbox on the machine.";
 
 impl fmt::Display for Lack {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

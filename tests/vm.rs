@@ -1,0 +1,625 @@
+//! The AppArmor suite: the built helper in a QEMU guest (`vm/run`) on
+//! Debian 13's kernel 6.12 with AppArmor and Landlock, bubblewrap 0.12.0
+//! and AppArmor's stock profile `bwrap-userns-restrict` (Ubuntu's, shipped
+//! by Debian's apparmor-profiles), loaded with `apparmor_parser -r`. Through
+//! srt's bubblewrap line, as root and as uid 65534: without the profile the
+//! helper takes the namespace way; with it, everything bwrap runs is
+//! stacked under `unpriv_bwrap` (no usable capability), and the helper
+//! takes the capability-free way. Either way the command runs, under the
+//! filters of the THREATS table (common/threats.rs, the host tests' own),
+//! and can signal, ptrace or open no process outside. A second boot
+//! without Landlock in `lsm=` shows the helper failing closed, with the
+//! cause and the narrowest fix; a third, on Debian 12's kernel 6.1
+//! (Landlock ABI 2), shows the capability-free way refused by name where
+//! Landlock cannot scope.
+//!
+//! The guest runs a shell script made here; each case's status, stdout
+//! and stderr come back framed (`@@case NAME STATUS`, `o `/`e ` lines,
+//! `@@end`) and are checked here, so a failure inside the VM fails this
+//! test with the case's output. About 2 s to boot under TCG, 20-40 s in
+//! all; the packages are fetched once into the cache (vm/run).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use common::threats;
+use common::{BWRAP_OPTIONS, fixture, probe_results, status_field};
+
+/// One case's outcome inside the guest.
+#[derive(Debug, Default)]
+struct Ran {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn all(&self) -> String {
+        format!(
+            "status {}\n--- stdout\n{}--- stderr\n{}",
+            self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+/// `'...'` for sh.
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+fn join(words: &[String]) -> String {
+    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Guest {
+    Root,
+    Nobody,
+}
+
+const GUESTS: [Guest; 2] = [Guest::Root, Guest::Nobody];
+
+/// The guest script being built: one `run` line per case.
+struct Script {
+    text: String,
+}
+
+const HELPER: &str = "/opt/apply-seccomp";
+const PROBE: &str = "/opt/probe";
+const PROFILE: &str = "/usr/share/apparmor/extra-profiles/bwrap-userns-restrict";
+
+impl Script {
+    fn new() -> Script {
+        Script {
+            text: String::from(
+                "run() {\n  name=$1; shift\n  \"$@\" >/tmp/o 2>/tmp/e </dev/null; rc=$?\n  \
+                 echo \"@@case $name $rc\"; sed 's/^/o /' /tmp/o; sed 's/^/e /' /tmp/e; echo @@end\n}\n",
+            ),
+        }
+    }
+
+    /// A raw guest shell line.
+    fn line(&mut self, text: &str) {
+        self.text.push_str(text);
+        self.text.push('\n');
+    }
+
+    /// `argv` as `who`, with a clean environment plus `env`.
+    fn case(&mut self, name: &str, who: Guest, env: &[(&str, &str)], argv: &[String]) {
+        let mut words = vec![
+            "env".to_string(),
+            "-i".into(),
+            "PATH=/usr/sbin:/usr/bin:/sbin:/bin".into(),
+        ];
+        words.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        words.extend(argv.iter().cloned());
+        let command = join(&words);
+        let command = match who {
+            Guest::Root => command,
+            Guest::Nobody => format!(
+                "su -s /bin/sh nobody -c {}",
+                quote(&format!("cd / && {command}"))
+            ),
+        };
+        self.line(&format!("run {name} sh -c {}", quote(&command)));
+    }
+}
+
+/// srt's bubblewrap line around `argv` (with `--cap-add CAP_SETFCAP` for
+/// root, as srt adds it).
+fn bwrap(who: Guest, argv: &[&str]) -> Vec<String> {
+    let mut v = vec!["bwrap".to_string()];
+    v.extend(BWRAP_OPTIONS.iter().map(|s| s.to_string()));
+    if who == Guest::Root {
+        v.extend(["--cap-add".into(), "CAP_SETFCAP".into()]);
+    }
+    v.push("--".into());
+    v.extend(argv.iter().map(|s| s.to_string()));
+    v
+}
+
+/// Boots the guest (Debian `release`) with `lsm`, runs `script`, returns
+/// the cases by name; `None` when this machine cannot run the suite (a
+/// skip).
+fn boot(release: &str, lsm: &str, script: &Script, label: &str) -> Option<BTreeMap<String, Ran>> {
+    if !cfg!(target_arch = "x86_64") {
+        common::skip("the AppArmor VM is an x86_64 guest running this x86_64 build");
+        return None;
+    }
+    for tool in ["qemu-system-x86_64", "apt-get", "dpkg-deb", "cpio"] {
+        if common::which(tool).is_none() {
+            common::skip(&format!(
+                "{tool} is not installed: the AppArmor VM needs it"
+            ));
+            return None;
+        }
+    }
+    let probe = fixture().probe()?;
+    let dir = fixture().dir.join(format!("vm-{label}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script_path = dir.join("cases.sh");
+    std::fs::write(&script_path, &script.text).unwrap();
+    let console = dir.join("console.log");
+    let run = Path::new(env!("CARGO_MANIFEST_DIR")).join("vm/run");
+    let out = Command::new(run)
+        .args([
+            "--release",
+            release,
+            "--lsm",
+            lsm,
+            "--timeout",
+            "900",
+            "--console",
+        ])
+        .arg(&console)
+        .arg("--add")
+        .arg(format!("{}:{HELPER}", fixture().helper.display()))
+        .arg("--add")
+        .arg(format!("{}:{PROBE}", probe.display()))
+        .arg("--add")
+        .arg(format!("{}:/opt/cases.sh", script_path.display()))
+        .args(["--", "sh /opt/cases.sh"])
+        .output()
+        .expect("run vm/run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.status.code() == Some(125) && text.is_empty() && err.contains("apt-get") {
+        common::skip(&format!("the VM's packages could not be fetched: {err}"));
+        return None;
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{label}: the guest script failed: {err}\n{text}\nconsole: {}",
+        std::fs::read_to_string(&console).unwrap_or_default()
+    );
+    Some(parse(&text))
+}
+
+fn parse(text: &str) -> BTreeMap<String, Ran> {
+    let mut cases = BTreeMap::new();
+    let mut current: Option<(String, Ran)> = None;
+    for line in text.lines() {
+        if let Some(head) = line.strip_prefix("@@case ") {
+            let (name, status) = head.rsplit_once(' ').unwrap();
+            current = Some((
+                name.to_string(),
+                Ran {
+                    status: status.parse().unwrap(),
+                    ..Ran::default()
+                },
+            ));
+        } else if line == "@@end" {
+            let (name, ran) = current.take().expect("@@end without @@case");
+            cases.insert(name, ran);
+        } else if let Some((_, ran)) = current.as_mut() {
+            if let Some(l) = line.strip_prefix("o ") {
+                ran.stdout.push_str(l);
+                ran.stdout.push('\n');
+            } else if let Some(l) = line.strip_prefix("e ") {
+                ran.stderr.push_str(l);
+                ran.stderr.push('\n');
+            } else if line == "o" {
+                ran.stdout.push('\n');
+            } else if line == "e" {
+                ran.stderr.push('\n');
+            }
+        }
+    }
+    cases
+}
+
+fn get<'a>(cases: &'a BTreeMap<String, Ran>, name: &str) -> &'a Ran {
+    cases
+        .get(name)
+        .unwrap_or_else(|| panic!("no case {name} came back: {:?}", cases.keys()))
+}
+
+/// The cases run without the profile and with it, for each guest user.
+fn add_helper_cases(s: &mut Script, phase: &str) {
+    let filters = {
+        let mut v = vec![PROBE];
+        v.extend(threats::filter_checks(false));
+        v
+    };
+    for who in GUESTS {
+        let tag = format!("{phase}-{who:?}");
+        let in_helper = |argv: &[&str]| {
+            let mut v = vec![HELPER];
+            v.extend(argv);
+            bwrap(who, &v)
+        };
+        // bwrap alone: its payload's AppArmor label.
+        s.case(
+            &format!("{tag}-label"),
+            who,
+            &[],
+            &bwrap(who, &["cat", "/proc/self/attr/current"]),
+        );
+        s.case(
+            &format!("{tag}-filters"),
+            who,
+            &[("SRT_ALLOW_NESTED_USERNS", "0"), ("SRT_DEBUG", "1")],
+            &in_helper(&filters),
+        );
+        s.case(
+            &format!("{tag}-nested"),
+            who,
+            &[("SRT_ALLOW_NESTED_USERNS", "1")],
+            &in_helper(&filters),
+        );
+        s.case(
+            &format!("{tag}-outside"),
+            who,
+            &[],
+            &in_helper(&[
+                PROBE,
+                "ptrace-init",
+                "mem-init",
+                "foreign",
+                "kill-foreign",
+                "ptrace-foreign",
+            ]),
+        );
+        // An abstract address bound outside bwrap, reached through an
+        // inherited unbound socket (fd 3), which no filter can refuse.
+        let mut abstract_case = vec![
+            PROBE.to_string(),
+            "with-abstract".into(),
+            format!("vm-{tag}"),
+        ];
+        abstract_case.extend(in_helper(&[PROBE, &format!("abstract-connect:vm-{tag}")]));
+        s.case(&format!("{tag}-abstract"), who, &[], &abstract_case);
+        s.case(
+            &format!("{tag}-status"),
+            who,
+            &[],
+            &in_helper(&[
+                "/bin/sh",
+                "-c",
+                "cat /proc/self/attr/current; echo; grep -E \
+                 '^(NoNewPrivs|Seccomp|Seccomp_filters|CapEff):' /proc/self/status; \
+                 echo pid=$$ ppid=$PPID",
+            ]),
+        );
+        s.case(
+            &format!("{tag}-exit"),
+            who,
+            &[],
+            &in_helper(&["/bin/sh", "-c", "kill -TERM $$"]),
+        );
+        s.case(
+            &format!("{tag}-namespaces-only"),
+            who,
+            &[],
+            &in_helper(&["--way-in=namespaces", "/bin/sh", "-c", "echo RAN"]),
+        );
+    }
+}
+
+#[test]
+fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
+    let mut s = Script::new();
+    add_helper_cases(&mut s, "off");
+    s.line(&format!("run load-profile apparmor_parser -r {PROFILE}"));
+    add_helper_cases(&mut s, "on");
+    s.line(
+        "run denials sh -c \"dmesg | grep 'apparmor=\\\"DENIED\\\" operation=\\\"capable\\\"' \
+         | grep -c 'profile=\\\"unpriv_bwrap\\\"'\"",
+    );
+    let Some(cases) = boot(
+        "trixie",
+        "landlock,lockdown,yama,apparmor,bpf",
+        &s,
+        "landlock",
+    ) else {
+        return;
+    };
+    assert_eq!(
+        get(&cases, "load-profile").status,
+        0,
+        "{}",
+        get(&cases, "load-profile").all()
+    );
+
+    for (phase, profile) in [("off", false), ("on", true)] {
+        for who in GUESTS {
+            let tag = format!("{phase}-{who:?}");
+            let ctx = |case: &str| {
+                format!(
+                    "{tag}-{case}: {}",
+                    get(&cases, &format!("{tag}-{case}")).all()
+                )
+            };
+            let case = |name: &str| get(&cases, &format!("{tag}-{name}"));
+
+            // bubblewrap alone runs either way; with the profile its
+            // payload is stacked under unpriv_bwrap.
+            let label = case("label");
+            assert_eq!(label.status, 0, "{}", ctx("label"));
+            let want_label = if profile {
+                "bwrap//&unpriv_bwrap (enforce)"
+            } else {
+                "unconfined"
+            };
+            assert_eq!(label.stdout.trim(), want_label, "{}", ctx("label"));
+
+            // The filters: the THREATS table, as on the host.
+            let filters = case("filters");
+            assert_eq!(filters.status, 0, "{}", ctx("filters"));
+            let got = probe_results(&filters.stdout);
+            let privileged = !profile && who == Guest::Root;
+            let wrong = threats::filter_mismatches(&got, false, privileged, false);
+            assert!(wrong.is_empty(), "{}\n{}", ctx("filters"), wrong.join("\n"));
+            let way = if profile {
+                "entry: capability-free path (unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID) \
+                 refused; a user namespace can be made here, but no capability in it can be used"
+            } else {
+                "entry: user namespace path"
+            };
+            assert!(filters.stderr.contains(way), "{}", ctx("filters"));
+            let nested = case("nested");
+            assert_eq!(nested.status, 0, "{}", ctx("nested"));
+            let got = probe_results(&nested.stdout);
+            let wrong = threats::filter_mismatches(&got, true, privileged, false);
+            assert!(wrong.is_empty(), "{}\n{}", ctx("nested"), wrong.join("\n"));
+
+            // Row 16: no process outside can be opened, signalled or
+            // ptraced.
+            let outside = case("outside");
+            assert_eq!(outside.status, 0, "{}", ctx("outside"));
+            let got = probe_results(&outside.stdout);
+            assert_eq!(got["ptrace-init"], "errno:EPERM", "{}", ctx("outside"));
+            assert_eq!(got["mem-init"], "errno:EACCES", "{}", ctx("outside"));
+            if profile {
+                // No PID namespace of its own: bwrap's PID 1, the shell
+                // and the stub are in sight, and out of reach.
+                let wrong = threats::outside_mismatches(&got, 2);
+                assert!(wrong.is_empty(), "{}\n{}", ctx("outside"), wrong.join("\n"));
+            } else if who == Guest::Nobody {
+                // A fresh /proc: only the inner init.
+                assert_eq!(got["foreign"], "1:EACCES", "{}", ctx("outside"));
+            } else {
+                // Root under bwrap's --proc: no fresh /proc (README), but
+                // nothing in sight can be opened.
+                assert!(
+                    got["foreign"].split(',').all(|e| e.ends_with(":EACCES")),
+                    "{}",
+                    ctx("outside")
+                );
+            }
+            // The inherited socket lives in the network namespace it was
+            // made in, where the address exists: only the Landlock scope
+            // refuses it (the namespace way leaves inherited descriptors
+            // alone, as THREATS.md says).
+            let abs = case("abstract");
+            let got = probe_results(&abs.stdout);
+            let want = if profile { "errno:EPERM" } else { "ok" };
+            assert_eq!(
+                got.get("abstract-connect").map(String::as_str),
+                Some(want),
+                "{}",
+                ctx("abstract")
+            );
+
+            // What the command sees of itself.
+            let status = case("status");
+            assert_eq!(status.status, 0, "{}", ctx("status"));
+            let text = &status.stdout;
+            assert_eq!(
+                status_field(text, "NoNewPrivs"),
+                Some("1"),
+                "{}",
+                ctx("status")
+            );
+            assert_eq!(
+                status_field(text, "Seccomp"),
+                Some("2"),
+                "{}",
+                ctx("status")
+            );
+            assert_eq!(
+                status_field(text, "Seccomp_filters"),
+                Some("2"),
+                "{}",
+                ctx("status")
+            );
+            if profile {
+                assert!(
+                    text.starts_with("bwrap//&unpriv_bwrap (enforce)"),
+                    "{}",
+                    ctx("status")
+                );
+                assert!(!text.contains("pid=2 ppid=1"), "{}", ctx("status"));
+            } else {
+                assert!(text.contains("pid=2 ppid=1"), "{}", ctx("status"));
+            }
+            // Exit statuses as on the other way: 128+N for a signal.
+            assert_eq!(case("exit").status, 143, "{}", ctx("exit"));
+
+            // Asked for namespaces only: with the profile that is refused,
+            // with the cause, and the way that works named.
+            let ns = case("namespaces-only");
+            if profile {
+                assert_eq!(ns.status, 125, "{}", ctx("namespaces-only"));
+                assert!(!ns.stdout.contains("RAN"), "{}", ctx("namespaces-only"));
+                for want in [
+                    "apply-seccomp: unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): \
+                     Operation not permitted",
+                    "no capability in it can be used (write /proc/self/setgroups in a new \
+                     one: Permission denied)",
+                    "unpriv_bwrap",
+                    "leave out --way-in=namespaces",
+                ] {
+                    assert!(ns.stderr.contains(want), "{}", ctx("namespaces-only"));
+                }
+                for wrong in [
+                    "unprivileged_userns_clone",
+                    "max_user_namespaces",
+                    "seccomp filter",
+                ] {
+                    assert!(!ns.stderr.contains(wrong), "{}", ctx("namespaces-only"));
+                }
+            } else {
+                assert_eq!(ns.status, 0, "{}", ctx("namespaces-only"));
+                assert_eq!(ns.stdout, "RAN\n", "{}", ctx("namespaces-only"));
+            }
+        }
+    }
+    // The decision came from the kernel's answer: AppArmor logged its
+    // capability denials under unpriv_bwrap.
+    let denials = get(&cases, "denials");
+    let n: u32 = denials.stdout.trim().parse().unwrap_or(0);
+    assert!(
+        n > 0,
+        "no unpriv_bwrap capability denial logged: {}",
+        denials.all()
+    );
+}
+
+#[test]
+fn without_landlock_the_helper_fails_closed_naming_the_cause() {
+    let mut s = Script::new();
+    for who in GUESTS {
+        s.case(
+            &format!("off-{who:?}"),
+            who,
+            &[],
+            &bwrap(who, &[HELPER, "/bin/sh", "-c", "echo RAN"]),
+        );
+    }
+    s.line(&format!("run load-profile apparmor_parser -r {PROFILE}"));
+    for who in GUESTS {
+        s.case(
+            &format!("on-{who:?}"),
+            who,
+            &[],
+            &bwrap(who, &[HELPER, "/bin/sh", "-c", "echo RAN"]),
+        );
+        s.case(
+            &format!("forced-{who:?}"),
+            who,
+            &[],
+            &bwrap(
+                who,
+                &[
+                    HELPER,
+                    "--way-in=capability-free",
+                    "/bin/sh",
+                    "-c",
+                    "echo RAN",
+                ],
+            ),
+        );
+    }
+    let Some(cases) = boot("trixie", "lockdown,yama,apparmor,bpf", &s, "no-landlock") else {
+        return;
+    };
+    assert_eq!(get(&cases, "load-profile").status, 0);
+    for who in GUESTS {
+        let off = get(&cases, &format!("off-{who:?}"));
+        assert_eq!(
+            (off.status, off.stdout.as_str()),
+            (0, "RAN\n"),
+            "{}",
+            off.all()
+        );
+        let on = get(&cases, &format!("on-{who:?}"));
+        assert_eq!(on.status, 125, "{who:?}: {}", on.all());
+        assert!(!on.stdout.contains("RAN"), "{who:?}: {}", on.all());
+        for want in [
+            "apply-seccomp: no namespace can be made here, and the capability-free way in \
+             cannot run: Landlock is built into this kernel but not enabled: add landlock to \
+             the lsm= boot parameter",
+            "no capability in it can be used",
+            "unpriv_bwrap",
+            "Narrowest fix: boot a kernel with Landlock ABI 6",
+        ] {
+            assert!(
+                on.stderr.contains(want),
+                "{who:?} lacks {want:?}: {}",
+                on.all()
+            );
+        }
+        let forced = get(&cases, &format!("forced-{who:?}"));
+        assert_eq!(forced.status, 125, "{who:?}: {}", forced.all());
+        assert!(!forced.stdout.contains("RAN"), "{}", forced.all());
+        assert!(
+            forced.stderr.starts_with(
+                "apply-seccomp: --way-in=capability-free: Landlock is built into this kernel \
+                 but not enabled"
+            ),
+            "{}",
+            forced.all()
+        );
+    }
+}
+
+/// Debian 12's kernel 6.1 has Landlock, but ABI 2, without scoping: the
+/// capability-free way refuses to run there rather than run a weaker
+/// domain, and says so; the namespace way is unaffected.
+#[test]
+fn an_older_landlock_without_scoping_is_refused_by_name() {
+    let mut s = Script::new();
+    for who in GUESTS {
+        s.case(
+            &format!("forced-{who:?}"),
+            who,
+            &[],
+            &bwrap(
+                who,
+                &[
+                    HELPER,
+                    "--way-in=capability-free",
+                    "/bin/sh",
+                    "-c",
+                    "echo RAN",
+                ],
+            ),
+        );
+        s.case(
+            &format!("auto-{who:?}"),
+            who,
+            &[("SRT_DEBUG", "1")],
+            &bwrap(who, &[HELPER, "/bin/sh", "-c", "echo RAN"]),
+        );
+    }
+    s.line("run kernel uname -r");
+    let Some(cases) = boot(
+        "bookworm",
+        "landlock,lockdown,yama,apparmor,bpf",
+        &s,
+        "bookworm",
+    ) else {
+        return;
+    };
+    let kernel = get(&cases, "kernel").stdout.clone();
+    for who in GUESTS {
+        let forced = get(&cases, &format!("forced-{who:?}"));
+        assert_eq!(forced.status, 125, "{kernel} {who:?}: {}", forced.all());
+        assert!(!forced.stdout.contains("RAN"), "{}", forced.all());
+        assert!(
+            forced.stderr.starts_with(
+                "apply-seccomp: --way-in=capability-free: this kernel's Landlock ABI is 2, \
+                 without the scoping of signals and abstract sockets (ABI 6, Linux 6.12)"
+            ),
+            "{kernel} {who:?}: {}",
+            forced.all()
+        );
+        let auto = get(&cases, &format!("auto-{who:?}"));
+        assert_eq!(
+            (auto.status, auto.stdout.as_str()),
+            (0, "RAN\n"),
+            "{}",
+            auto.all()
+        );
+        assert!(
+            auto.stderr.contains("entry: user namespace path"),
+            "{}",
+            auto.all()
+        );
+    }
+}
