@@ -1,6 +1,8 @@
 //! `cargo bench`: this helper against the C helper shipped in
 //! `@anthropic-ai/sandbox-runtime`, `unshare -Urpf --mount-proc` and plain
-//! `true`, interleaved: every round runs each candidate once, in a shuffled
+//! `true`, and this helper's capability-free way in
+//! (`--way-in=capability-free`), interleaved: every round runs each
+//! candidate once, in a shuffled
 //! order, timing the whole process from fork to reap. Reported: medians,
 //! and medians of the per-round ratios (never a sequential A-then-B).
 //!
@@ -100,6 +102,14 @@ fn candidates(ours: &Path, c: &Path, in_bwrap: bool) -> Vec<Candidate> {
         Candidate {
             name: "ours",
             argv: vec![ours.to_string_lossy().into_owned(), "/bin/true".into()],
+        },
+        Candidate {
+            name: "ours-cf",
+            argv: vec![
+                ours.to_string_lossy().into_owned(),
+                "--way-in=capability-free".into(),
+                "/bin/true".into(),
+            ],
         },
         Candidate {
             name: "c",
@@ -237,9 +247,9 @@ fn main() {
     }
     println!("rounds: {rounds} per setting, interleaved and shuffled; times are medians in ms\n");
     println!(
-        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C |"
+        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C | ours, capability-free | its overhead / ours |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (name, uid, in_bwrap) in settings {
         let cands = candidates(&ours, &c, in_bwrap);
         let t = measure(&cands, uid, rounds);
@@ -254,14 +264,22 @@ fn main() {
         let over_c = median(t[ic].iter().zip(&t[it]).map(|(c, b)| c - b).collect());
         let un =
             index(&cands, "unshare").map_or("-".into(), |i| format!("{:.2}", median(t[i].clone())));
+        // The capability-free way in (no namespaces, no init) against the
+        // namespace way, both this helper's, in the same rounds.
+        let icf = index(&cands, "ours-cf").unwrap();
+        let over_cf = median(t[icf].iter().zip(&t[it]).map(|(o, b)| o - b).collect());
         println!(
-            "| {name} | {:.2} | {un} | {:.2} | {:.2} | {ratio:.3} | {:.2} / {:.2} = {:.3} |",
+            "| {name} | {:.2} | {un} | {:.2} | {:.2} | {ratio:.3} | {:.2} / {:.2} = {:.3} | {:.2} | {:.2} / {:.2} = {:.3} |",
             median(t[it].clone()),
             median(t[ic].clone()),
             median(t[io].clone()),
             over_o,
             over_c,
-            over_o / over_c
+            over_o / over_c,
+            median(t[icf].clone()),
+            over_cf,
+            over_o,
+            over_cf / over_o
         );
     }
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
