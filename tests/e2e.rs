@@ -554,15 +554,12 @@ fn refusals_name_their_own_cause() {
         // A filter on unshare alone: user namespaces can be made (clone),
         // capabilities work in them, only unshare is refused.
         for way in ["--way-in=auto", "--way-in=namespaces"] {
-            let out = common::command(
+            let out = common::run(
                 Place::Host,
                 user,
-                &[],
                 std::path::Path::new(probe),
                 &["deny-unshare", helper_path.as_str(), way, "true"],
-            )
-            .output()
-            .unwrap();
+            );
             let err = stderr(&out);
             assert_eq!(out.status.code(), Some(125), "{user:?} {way}: {err}");
             assert!(
@@ -573,10 +570,9 @@ fn refusals_name_their_own_cause() {
             assert!(!err.contains("--way-in"), "{err}");
         }
         // The capability-free way needs no unshare at all.
-        let out = common::command(
+        let out = common::run(
             Place::Host,
             user,
-            &[],
             std::path::Path::new(probe),
             &[
                 "deny-unshare",
@@ -585,9 +581,7 @@ fn refusals_name_their_own_cause() {
                 probe,
                 "unix-stream",
             ],
-        )
-        .output()
-        .unwrap();
+        );
         assert_eq!(
             stdout(&out),
             "unix-stream=errno:EPERM\n",
@@ -603,15 +597,12 @@ fn refusals_name_their_own_cause() {
              exec {} --inh-caps=-all --bounding-set=-all {helper_path} true",
             setpriv.display()
         );
-        let out = common::command(
+        let out = common::run(
             Place::Host,
             User::Unprivileged,
-            &[],
             &unshare,
             &["--user", "--map-root-user", "/bin/sh", "-c", &script],
-        )
-        .output()
-        .unwrap();
+        );
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(125), "{err}");
         assert!(

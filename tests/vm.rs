@@ -87,6 +87,15 @@ impl Script {
         self.text.push('\n');
     }
 
+    /// The helper with `helper_args` running `echo RAN` under srt's
+    /// bubblewrap line, as `who`.
+    fn echo_ran(&mut self, name: &str, who: Guest, env: &[(&str, &str)], helper_args: &[&str]) {
+        let mut argv = vec![HELPER];
+        argv.extend(helper_args);
+        argv.extend(["/bin/sh", "-c", "echo RAN"]);
+        self.case(name, who, env, &bwrap(who, &argv));
+    }
+
     /// `argv` as `who`, with a clean environment plus `env`.
     fn case(&mut self, name: &str, who: Guest, env: &[(&str, &str)], argv: &[String]) {
         let mut words = vec![
@@ -291,11 +300,11 @@ fn add_helper_cases(s: &mut Script, phase: &str) {
             &[],
             &in_helper(&["/bin/sh", "-c", "kill -TERM $$"]),
         );
-        s.case(
+        s.echo_ran(
             &format!("{tag}-namespaces-only"),
             who,
             &[],
-            &in_helper(&["--way-in=namespaces", "/bin/sh", "-c", "echo RAN"]),
+            &["--way-in=namespaces"],
         );
     }
 }
@@ -484,35 +493,16 @@ fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
 fn without_landlock_the_helper_fails_closed_naming_the_cause() {
     let mut s = Script::new();
     for who in GUESTS {
-        s.case(
-            &format!("off-{who:?}"),
-            who,
-            &[],
-            &bwrap(who, &[HELPER, "/bin/sh", "-c", "echo RAN"]),
-        );
+        s.echo_ran(&format!("off-{who:?}"), who, &[], &[]);
     }
     s.line(&format!("run load-profile apparmor_parser -r {PROFILE}"));
     for who in GUESTS {
-        s.case(
-            &format!("on-{who:?}"),
-            who,
-            &[],
-            &bwrap(who, &[HELPER, "/bin/sh", "-c", "echo RAN"]),
-        );
-        s.case(
+        s.echo_ran(&format!("on-{who:?}"), who, &[], &[]);
+        s.echo_ran(
             &format!("forced-{who:?}"),
             who,
             &[],
-            &bwrap(
-                who,
-                &[
-                    HELPER,
-                    "--way-in=capability-free",
-                    "/bin/sh",
-                    "-c",
-                    "echo RAN",
-                ],
-            ),
+            &["--way-in=capability-free"],
         );
     }
     let Some(cases) = boot("trixie", "lockdown,yama,apparmor,bpf", &s, "no-landlock") else {
@@ -565,27 +555,13 @@ fn without_landlock_the_helper_fails_closed_naming_the_cause() {
 fn an_older_landlock_without_scoping_is_refused_by_name() {
     let mut s = Script::new();
     for who in GUESTS {
-        s.case(
+        s.echo_ran(
             &format!("forced-{who:?}"),
             who,
             &[],
-            &bwrap(
-                who,
-                &[
-                    HELPER,
-                    "--way-in=capability-free",
-                    "/bin/sh",
-                    "-c",
-                    "echo RAN",
-                ],
-            ),
+            &["--way-in=capability-free"],
         );
-        s.case(
-            &format!("auto-{who:?}"),
-            who,
-            &[("SRT_DEBUG", "1")],
-            &bwrap(who, &[HELPER, "/bin/sh", "-c", "echo RAN"]),
-        );
+        s.echo_ran(&format!("auto-{who:?}"), who, &[("SRT_DEBUG", "1")], &[]);
     }
     s.line("run kernel uname -r");
     let Some(cases) = boot(

@@ -286,6 +286,13 @@ pub fn command<S: AsRef<OsStr>>(
     cmd
 }
 
+/// Runs `program args...` at `place` as `user` (see [`command`]).
+pub fn run<S: AsRef<OsStr>>(place: Place, user: User, program: &Path, args: &[S]) -> Output {
+    command(place, user, &[], program, args)
+        .output()
+        .expect("spawn")
+}
+
 /// Runs the helper on `args` at `place` as `user`.
 pub fn helper<S: AsRef<OsStr>>(
     place: Place,
