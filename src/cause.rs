@@ -14,7 +14,8 @@ use nix::errno::Errno;
 /// was refused with EPERM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Probe {
-    /// No user namespace at all: `clone(CLONE_NEWUSER)` answered this.
+    /// No user namespace at all: `clone(CLONE_NEWUSER)` answered this (or,
+    /// for ENOSPC and EUSERS, the helper's own `unshare`: no probe needed).
     NoUserNamespace(Errno),
     /// Made, and a use of CAP_SYS_ADMIN in it (opening its own
     /// `/proc/self/setgroups` for writing) worked.
@@ -110,15 +111,15 @@ impl Refusal {
             Probe::NoUserNamespace(e @ (Errno::ENOSPC | Errno::EUSERS)) => {
                 match s.value("user.max_user_namespaces") {
                     Some("0") => format!(
-                        "no user namespace can be made here (clone(CLONE_NEWUSER): {}): \
-                         user.max_user_namespaces is 0 in the namespace this runs in; an outer \
-                         sandbox set it, or set it above 0 (sysctl -w user.max_user_namespaces=N)",
+                        "no user namespace can be made here ({}): user.max_user_namespaces is \
+                         0 in the namespace this runs in; an outer sandbox set it, or set it \
+                         above 0 (sysctl -w user.max_user_namespaces=N)",
                         e.desc()
                     ),
                     _ => format!(
-                        "no user namespace can be made here (clone(CLONE_NEWUSER): {}): the \
-                         user namespace count or nesting limit (32 deep) is reached; the \
-                         caller already runs inside nested namespaces",
+                        "no user namespace can be made here ({}): the user namespace count or \
+                         nesting limit (32 deep) is reached; the caller already runs inside \
+                         nested namespaces",
                         e.desc()
                     ),
                 }

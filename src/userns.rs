@@ -107,8 +107,9 @@ pub fn enter(backoff: &Backoff, way: WayIn) -> Result<Entry, Error> {
     }
     // CLONE_NEWNS implies CLONE_FS, which also needs a thread group of one,
     // so the direct attempt retries EINVAL the same way.
-    match unshare_retrying(PID_MOUNT, Step::UnsharePidMount, backoff, false) {
-        Ok((retries, _)) => {
+    let mut wait = ThreadWait::default();
+    match unshare_retrying(PID_MOUNT, Step::UnsharePidMount, backoff, false, &mut wait) {
+        Ok(retries) => {
             return Ok(Entry {
                 path: Path::Direct { retries },
                 elapsed: start.elapsed(),
@@ -119,7 +120,7 @@ pub fn enter(backoff: &Backoff, way: WayIn) -> Result<Entry, Error> {
     }
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
-    let userns = match enter_user_namespace(backoff) {
+    let userns = match enter_user_namespace_with(backoff, &mut wait) {
         Ok(userns) => userns,
         // The kernel said there is no room for one: nothing to probe.
         Err(Error::Setup { step, source })
@@ -147,11 +148,8 @@ pub fn enter(backoff: &Backoff, way: WayIn) -> Result<Entry, Error> {
                 return Ok(Entry {
                     path: Path::CapabilityFree {
                         refusal: Some(refusal),
-                        // Waited for before the refused unshare.
-                        wait: ThreadWait {
-                            polls: 0,
-                            checked: true,
-                        },
+                        // The wait before the refused unshare.
+                        wait,
                     },
                     elapsed: start.elapsed(),
                 });
@@ -217,11 +215,20 @@ pub fn probe() -> Probe {
 /// Waits for a single thread, then `unshare(CLONE_NEWUSER|CLONE_NEWNS|
 /// CLONE_NEWPID)` with bounded retries on EINVAL.
 pub fn enter_user_namespace(backoff: &Backoff) -> Result<UsernsEntry, Error> {
+    enter_user_namespace_with(backoff, &mut ThreadWait::default())
+}
+
+/// [`enter_user_namespace`], adding its thread-count waits to `wait`, which
+/// keeps them when the entry fails.
+fn enter_user_namespace_with(
+    backoff: &Backoff,
+    wait: &mut ThreadWait,
+) -> Result<UsernsEntry, Error> {
     let start = Instant::now();
     let flags = CloneFlags::CLONE_NEWUSER.union(PID_MOUNT);
-    let (retries, wait) = unshare_retrying(flags, Step::UnshareUser, backoff, true)?;
+    let retries = unshare_retrying(flags, Step::UnshareUser, backoff, true, wait)?;
     Ok(UsernsEntry {
-        wait,
+        wait: *wait,
         retries,
         elapsed: start.elapsed(),
     })
@@ -230,15 +237,16 @@ pub fn enter_user_namespace(backoff: &Backoff) -> Result<UsernsEntry, Error> {
 /// `unshare(flags)`, retried while it answers EINVAL (the thread group is
 /// not yet empty in the kernel's eyes), within `backoff`. With
 /// `wait_first`, waits for one thread before the first attempt; it always
-/// waits again before a retry. Returns the retries used.
+/// waits again before a retry; the waits are added to `wait`. Returns the
+/// retries used.
 fn unshare_retrying(
     flags: CloneFlags,
     step: Step,
     backoff: &Backoff,
     wait_first: bool,
-) -> Result<(u32, ThreadWait), Error> {
+    wait: &mut ThreadWait,
+) -> Result<u32, Error> {
     let start = Instant::now();
-    let mut wait = ThreadWait::default();
     let mut tries = 0u32;
     loop {
         if wait_first || tries > 0 {
@@ -248,7 +256,7 @@ fn unshare_retrying(
         }
         tries += 1;
         match unshare(flags) {
-            Ok(()) => return Ok((tries - 1, wait)),
+            Ok(()) => return Ok(tries - 1),
             Err(nix::errno::Errno::EINVAL)
                 if tries < backoff.max_tries && start.elapsed() < backoff.max_retry_time =>
             {
