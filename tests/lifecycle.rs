@@ -138,9 +138,18 @@ fn processes_with(marker: &str) -> Vec<String> {
 
 /// Waits (bounded) until no process carries `marker`; returns survivors.
 fn survivors(marker: &str) -> Vec<String> {
+    survivors_where(marker, |_| true)
+}
+
+/// Waits (bounded) until no process carrying `marker` matches `counts`;
+/// returns those that do.
+fn survivors_where(marker: &str, counts: impl Fn(&str) -> bool) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let left = processes_with(marker);
+        let left: Vec<String> = processes_with(marker)
+            .into_iter()
+            .filter(|p| counts(p))
+            .collect();
         if left.is_empty() || Instant::now() > deadline {
             return left;
         }
@@ -207,22 +216,23 @@ fn sigkill_of_the_helper_leaves_nothing_running() {
             // bwrap reports its child's death by SIGKILL as 128+9.
             Place::Bwrap => assert_eq!(status.code(), Some(137), "{what}"),
         }
-        let left = survivors(&m);
         if (way, place) == (Way::CapabilityFree, Place::Host) {
             // No PID namespace to end with the helper: the command itself
             // goes (its PDEATHSIG), its own children are left to init, as
             // the README says. Under bubblewrap, bwrap's namespace ends them.
+            let shell = survivors_where(&m, |p| p.contains("/bin/sh"));
             assert!(
-                left.iter().all(|p| !p.contains("/bin/sh")),
+                shell.is_empty(),
                 "{what}: the command outlived its stub:\n{}",
-                left.join("\n")
+                shell.join("\n")
             );
-            for p in &left {
+            for p in processes_with(&m) {
                 let pid = p.split(':').next().unwrap().parse().unwrap();
                 let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
             continue;
         }
+        let left = survivors(&m);
         assert!(
             left.is_empty(),
             "{what}: still running after SIGKILL:\n{}",
