@@ -26,7 +26,7 @@ pub const SCRUBBED: [&str; 4] = [
 ];
 
 /// Words printed for `SRT_HELPER_FEATURES=1`, one a line.
-pub const FEATURES: [&str; 5] = [
+pub const FEATURES: [&str; 6] = [
     // max_user_namespaces set to 0 in the namespace the helper made.
     "userns-limit",
     // Thread-count wait and bounded EINVAL retry around the user namespace unshare.
@@ -38,6 +38,9 @@ pub const FEATURES: [&str; 5] = [
     // Runs where a new user namespace grants no usable capability (AppArmor's
     // unpriv_bwrap): filters and a Landlock domain instead (capfree.rs).
     "capability-free",
+    // Protecting mounts checked before the command and watched during it
+    // (guard.rs).
+    "mount-guard",
 ];
 
 /// Which way into isolation the helper may take (`--way-in=WAY`).

@@ -46,10 +46,11 @@ pub enum Step {
     DropPtrace,
     Landlock,
     Subreaper,
+    MountGuard,
 }
 
 impl Step {
-    const ALL: [Step; 25] = [
+    const ALL: [Step; 26] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -75,6 +76,7 @@ impl Step {
         Step::DropPtrace,
         Step::Landlock,
         Step::Subreaper,
+        Step::MountGuard,
     ];
 
     pub fn from_u8(v: u8) -> Option<Step> {
@@ -108,6 +110,7 @@ impl Step {
             Step::DropPtrace => "prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE)",
             Step::Landlock => "landlock_restrict_self",
             Step::Subreaper => "prctl(PR_SET_CHILD_SUBREAPER)",
+            Step::MountGuard => "the mount check's go-ahead (pipe)",
         }
     }
 }

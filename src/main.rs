@@ -15,11 +15,13 @@
 //! `main`.
 #![cfg_attr(not(test), no_main)]
 
+mod bwrap_args;
 mod capfree;
 mod cause;
 mod cli;
 mod error;
 mod filter;
+mod guard;
 mod json;
 mod observe;
 mod race;
@@ -241,9 +243,21 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             }
         )
     });
-    let outcome = supervise::run(supervise::Plan { exec, filters, way }, observer.as_mut())?;
+    let outcome = supervise::run(
+        supervise::Plan {
+            exec,
+            filters,
+            way,
+            go: None,
+        },
+        observer.as_mut(),
+    )?;
     for text in &outcome.observe_errors {
         eprintln!("{}", observe::init_error_line(text));
+    }
+    debug(cfg.debug, || outcome.guard_note.clone());
+    if let Some(lost) = &outcome.lost {
+        eprintln!("{}", lost.message());
     }
     if let Some(obs) = &observer {
         debug(cfg.debug, || {

@@ -146,6 +146,14 @@ impl Observer {
         self.sock.as_fd()
     }
 
+    /// Reports a protecting mount found gone (guard.rs; also printed by
+    /// main).
+    pub fn mount_guard(&mut self, lost: &crate::guard::Lost) {
+        let line = lost.json(self.encoded_cmd.as_deref());
+        self.push(line);
+        self.flush();
+    }
+
     /// Reports an error found after the start (also printed by main).
     pub fn init_error(&mut self, message: &str) {
         self.push(init_error_line(message) + "\n");

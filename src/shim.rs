@@ -14,48 +14,13 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::bwrap_args::{self, Unwalked};
+
 /// The prefix the client writes before its shell (after any
 /// `SRT_ALLOW_NESTED_USERNS=...`, which stays).
 pub const PREFIX: &str = "ARGV0=apply-seccomp /proc/self/fd/3 ";
 /// The embedded helper's path in the older hook form.
 pub const FD3: &str = "/proc/self/fd/3";
-
-/// How many values each bubblewrap option takes (bubblewrap 0.8-0.11).
-fn arity(option: &[u8]) -> Option<usize> {
-    Some(match option {
-        b"--help"
-        | b"--version"
-        | b"--level-prefix"
-        | b"--unshare-all"
-        | b"--share-net"
-        | b"--unshare-user"
-        | b"--unshare-user-try"
-        | b"--unshare-ipc"
-        | b"--unshare-pid"
-        | b"--unshare-net"
-        | b"--unshare-uts"
-        | b"--unshare-cgroup"
-        | b"--unshare-cgroup-try"
-        | b"--disable-userns"
-        | b"--assert-userns-disabled"
-        | b"--clearenv"
-        | b"--new-session"
-        | b"--die-with-parent"
-        | b"--as-pid-1" => 0,
-        b"--args" | b"--argv0" | b"--userns" | b"--userns2" | b"--pidns" | b"--uid" | b"--gid"
-        | b"--hostname" | b"--chdir" | b"--unsetenv" | b"--lock-file" | b"--sync-fd"
-        | b"--remount-ro" | b"--overlay-src" | b"--tmp-overlay" | b"--ro-overlay"
-        | b"--exec-label" | b"--file-label" | b"--proc" | b"--dev" | b"--tmpfs" | b"--mqueue"
-        | b"--dir" | b"--seccomp" | b"--add-seccomp-fd" | b"--block-fd" | b"--userns-block-fd"
-        | b"--info-fd" | b"--json-status-fd" | b"--cap-add" | b"--cap-drop" | b"--perms"
-        | b"--size" => 1,
-        b"--setenv" | b"--bind" | b"--bind-try" | b"--dev-bind" | b"--dev-bind-try"
-        | b"--ro-bind" | b"--ro-bind-try" | b"--bind-fd" | b"--ro-bind-fd" | b"--file"
-        | b"--bind-data" | b"--ro-bind-data" | b"--symlink" | b"--chmod" => 2,
-        b"--overlay" => 3,
-        _ => return None,
-    })
-}
 
 /// What [`rewrite`] decided.
 #[derive(Debug, PartialEq, Eq)]
@@ -106,37 +71,16 @@ pub fn rewrite(args: &[OsString], ours: &Path) -> Rewrite {
     let ours_bytes = ours.as_os_str().as_bytes();
     // Where the options end: the `--` (or the first word that is not an
     // option), found by walking the options with their arities.
-    let mut i = 0;
-    let mut setenv_argv0 = false;
-    // (index of the command's first word, index where the options end)
-    let (command_at, options_end) = loop {
-        let Some(arg) = args.get(i) else {
-            return unchanged(args, "no command: nothing to rewrite");
-        };
-        let a = arg.as_bytes();
-        if a == b"--" {
-            break (i + 1, i);
-        }
-        if !a.starts_with(b"--") {
-            break (i, i);
-        }
-        let Some(n) = arity(a) else {
-            return unchanged(args, format!("unknown option {}", arg.to_string_lossy()));
-        };
-        if a == b"--args" {
+    let walked = match bwrap_args::walk(args) {
+        Ok(w) => w,
+        Err(Unwalked::NoCommand) => return unchanged(args, "no command: nothing to rewrite"),
+        Err(Unwalked::Args) => {
             return unchanged(args, "arguments come from --args: not rewritten");
         }
-        if a == b"--setenv"
-            && args.get(i + 1).map(|v| v.as_bytes()) == Some(b"ARGV0")
-            && args.get(i + 2).map(|v| v.as_bytes()) == Some(b"apply-seccomp")
-        {
-            setenv_argv0 = true;
-        }
-        i += 1 + n;
-        if i > args.len() {
-            return unchanged(args, "an option lacks its value");
-        }
+        Err(why) => return unchanged(args, why.to_string()),
     };
+    let (command_at, options_end) = (walked.command_at, walked.options_end);
+    let setenv_argv0 = walked.setenv_argv0;
     let mut out: Vec<OsString> = args[..options_end].to_vec();
     let mut replaced = 0;
     let mut command: Vec<OsString> = Vec::with_capacity(args.len() - command_at);

@@ -67,6 +67,7 @@ use nix::unistd::Pid;
 
 use crate::error::{EXIT_SETUP, Error, Step};
 use crate::filter::Filters;
+use crate::guard::{Guard, Lost};
 use crate::observe::Observer;
 use crate::sys::{self, ExecArgs};
 use crate::worker;
@@ -96,6 +97,10 @@ pub struct Plan {
     pub exec: &'static ExecArgs,
     pub filters: Filters,
     pub way: Way,
+    /// The read end of the go-ahead pipe: the worker waits on it, just
+    /// before its exec, for the stub's mount check (guard.rs). `None`: no
+    /// check to wait for.
+    pub go: Option<RawFd>,
 }
 
 /// The way in, as the process tree sees it.
@@ -175,6 +180,11 @@ pub struct Outcome {
     /// Observation failures found during the run (the command ran on,
     /// unobserved), as `observe_init_error` texts.
     pub observe_errors: Vec<String>,
+    /// A protecting mount found gone: the command was stopped or never
+    /// started, and the status is 125.
+    pub lost: Option<Lost>,
+    /// What the mount guard watched, for `SRT_DEBUG`.
+    pub guard_note: String,
 }
 
 /// The inner end of the control channel, as seen by init and the worker
@@ -207,7 +217,7 @@ impl Channel {
     /// table, asks for SIGKILL when the stub dies, and checks the stub did
     /// not die before that took effect (its end of this channel is then
     /// closed: POLLHUP). Raw calls only.
-    pub fn arm_parent_death(self, stub_ends: [Option<RawFd>; 2]) {
+    pub fn arm_parent_death(self, stub_ends: [Option<RawFd>; 3]) {
         for fd in stub_ends.into_iter().flatten() {
             sys::raw_close(fd);
         }
@@ -276,6 +286,33 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
     // the command. Set before init starts, so there is no window.
     prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
 
+    // The mount guard's handles, before init mounts its /proc. Without
+    // them the run goes on unguarded, as every other helper's does.
+    let (mut guard, mut guard_note) = match Guard::open() {
+        Ok(g) => (Some(g), String::new()),
+        Err(why) => (None, format!("mount guard: off ({why})")),
+    };
+    // On the capability-free way the stub checks before the worker
+    // starts (it sleeps while the worker runs to its exec); on the
+    // namespace way it checks while init works, and the worker waits for
+    // its go-ahead.
+    if let (Way::CapabilityFree { .. }, Some(g)) = (plan.way, guard.as_mut()) {
+        if let Err(lost) = g.start().map_err(|e| Error::setup(Step::MountGuard, e))? {
+            return Ok(refused_before_start(lost, observer, observe_errors, &ours));
+        }
+    }
+    let go = match (plan.way, &guard) {
+        (Way::Namespaces { .. }, Some(_)) => Some(
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                .map_err(|e| Error::setup(Step::ControlChannel, e))?,
+        ),
+        _ => None,
+    };
+    let plan = Plan {
+        go: go.as_ref().map(|(read, _)| read.as_raw_fd()),
+        ..plan
+    };
+
     // What init (or the capability-free worker) gets: copies and
     // descriptor numbers, nothing borrowed.
     let inner = InitArgs {
@@ -287,6 +324,7 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
         stub_ends: [
             Some(ours.as_raw_fd()),
             listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
+            go.as_ref().map(|(_, write)| write.as_raw_fd()),
         ],
     };
     let child = match plan.way {
@@ -325,6 +363,29 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
         stub_end
     });
     let child = Pid::from_raw(child);
+    // The check, while init works; then the go-ahead (one byte), or none:
+    // the worker then reads the end of the pipe and exits unrun.
+    if let (Some((_, write)), Some(g)) = (go, guard.as_mut()) {
+        let verdict = match g.start() {
+            Ok(Ok(())) => sys::raw_write(write.as_raw_fd(), b"g")
+                .map(|_| None)
+                .map_err(|e| Error::setup(Step::MountGuard, e)),
+            Ok(Err(lost)) => Ok(Some(lost)),
+            Err(e) => Err(Error::setup(Step::MountGuard, e)),
+        };
+        // Unless it got its byte, the worker now reads the end of the pipe.
+        drop(write);
+        if !matches!(verdict, Ok(None)) {
+            let _ = kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, None);
+        }
+        if let Some(lost) = verdict? {
+            return Ok(refused_before_start(lost, observer, observe_errors, &ours));
+        }
+    }
+    if let Some(g) = &guard {
+        guard_note = g.summary.clone();
+    }
     // The stub needs none of what the filters refuse; filtered, it is no
     // way around them even if the command got hold of it. Here, not before
     // init starts: init would inherit them, and the worker installs its
@@ -334,19 +395,85 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
         let _ = waitpid(child, None);
         return Err(e);
     }
-    let status = match (observer, listener_chan) {
-        (Some(obs), Some(chan)) => serve(child, &set, obs, chan, &mut observe_errors),
-        _ => supervise(child, &set),
+    let guard = guard.filter(Guard::watching);
+    let observed = observer.as_deref_mut().zip(listener_chan);
+    let (status, mut lost) = if observed.is_none() && guard.is_none() {
+        supervise(child, &set).map(|status| (status, None))
+    } else {
+        serve(
+            child,
+            &set,
+            plan.way,
+            observed,
+            guard.as_ref(),
+            &mut observe_errors,
+        )
     }
     .map_err(|e| Error::setup(Step::Wait, e))?;
     if let Way::CapabilityFree { .. } = plan.way {
         end_leftovers();
     }
+    if let Some(l) = lost.as_mut() {
+        l.look_again();
+        if let Some(obs) = observer {
+            obs.mount_guard(l);
+        }
+    }
     Ok(Outcome {
-        status,
+        status: if lost.is_some() { EXIT_SETUP } else { status },
         reports: read_reports(&ours),
         observe_errors,
+        lost,
+        guard_note,
     })
+}
+
+/// The outcome when a protecting mount was gone before the command
+/// started: it did not run.
+fn refused_before_start(
+    lost: Lost,
+    observer: Option<&mut Observer>,
+    observe_errors: Vec<String>,
+    ours: &OwnedFd,
+) -> Outcome {
+    if let Some(obs) = observer {
+        obs.mount_guard(&lost);
+    }
+    Outcome {
+        status: EXIT_SETUP,
+        reports: read_reports(ours),
+        observe_errors,
+        guard_note: "mount guard: a required mount was gone before the command".into(),
+        lost: Some(lost),
+    }
+}
+
+/// Stops the command's whole tree at once, without reaping it: on the
+/// namespace way SIGKILL to init ends its PID namespace; on the
+/// capability-free way the worker and every descendant `/proc` lists get
+/// SIGKILL (what escapes the walk, the end of the run kills).
+fn stop_tree(child: Pid, way: Way) {
+    if let Way::CapabilityFree { .. } = way {
+        let mut todo = vec![child.as_raw()];
+        let mut found = Vec::new();
+        while let Some(pid) = todo.pop() {
+            found.push(pid);
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+            for task in tasks.into_iter().flatten().flatten() {
+                let children = std::fs::read_to_string(task.path().join("children"));
+                todo.extend(
+                    children
+                        .iter()
+                        .flat_map(|t| t.split_whitespace())
+                        .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+                );
+            }
+        }
+        for pid in found {
+            let _ = sys::raw_kill(pid, libc::SIGKILL);
+        }
+    }
+    let _ = sys::raw_kill(child.as_raw(), libc::SIGKILL);
 }
 
 fn filter_stub(plan: &Plan) -> Result<(), Error> {
@@ -391,21 +518,29 @@ fn on_signal(child: Pid, sig: libc::c_int) -> Result<Option<i32>, Errno> {
     Ok(None)
 }
 
-/// [`supervise`] for an observed run: also takes the observe filter's
-/// listener from the worker and serves its notifications, and writes the
-/// queued lines as the socket takes them. Signals arrive through a
-/// signalfd (they stay blocked), so one poll waits for everything.
-/// Observation failures go to `errors` and end only the observation.
+/// [`supervise`] for a run with more to watch: the observe filter's
+/// listener (taken from the worker, its notifications served, the queued
+/// lines written as the socket takes them) and the mount guard (a change
+/// of the namespace's mounts re-checks the watched ones; one gone stops
+/// the command). Signals arrive through a signalfd (they stay blocked), so
+/// one poll waits for everything. Observation failures go to `errors` and
+/// end only the observation. Returns the child's status and the lost
+/// mount, if one stopped the command.
 fn serve(
     child: Pid,
     set: &SigSet,
-    obs: &mut Observer,
-    chan: OwnedFd,
+    way: Way,
+    mut observed: Option<(&mut Observer, OwnedFd)>,
+    mut guard: Option<&Guard>,
     errors: &mut Vec<String>,
-) -> Result<i32, Errno> {
+) -> Result<(i32, Option<Lost>), Errno> {
     let signals = SignalFd::with_flags(set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
-    let mut chan = Some(chan);
+    let (mut obs, mut chan) = match observed.take() {
+        Some((obs, chan)) => (Some(obs), Some(chan)),
+        None => (None, None),
+    };
     let mut listener: Option<OwnedFd> = None;
+    let mut lost = None;
     loop {
         let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
         let chan_at = chan.as_ref().map(|c| {
@@ -416,8 +551,12 @@ fn serve(
             fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
             fds.len() - 1
         });
-        if obs.pending() {
-            fds.push(PollFd::new(obs.socket(), PollFlags::POLLOUT));
+        let guard_at = guard.map(|g| {
+            fds.push(PollFd::new(g.fd(), PollFlags::POLLPRI));
+            fds.len() - 1
+        });
+        if let Some(o) = obs.as_ref().filter(|o| o.pending()) {
+            fds.push(PollFd::new(o.socket(), PollFlags::POLLOUT));
         }
         match poll(&mut fds, PollTimeout::NONE) {
             Ok(_) | Err(Errno::EINTR) => {}
@@ -428,25 +567,37 @@ fn serve(
             .map(|f| f.revents().unwrap_or(PollFlags::empty()))
             .collect();
         drop(fds);
-        if chan_at.is_some_and(|at| !ready[at].is_empty()) {
-            // One message at most: the channel is done either way.
-            if let Some(c) = chan.take() {
-                match sys::recv_fd(c.as_fd()) {
-                    Ok(Some((0, Some(fd)))) => listener = Some(fd),
-                    Ok(Some((errno, _))) => {
-                        let text = format!("seccomp listener: {}", Errno::from_raw(errno).desc());
-                        obs.init_error(&text);
-                        errors.push(text);
-                    }
-                    // EOF: init and the worker ended before sending.
-                    _ => {}
+        if let (Some(at), Some(g)) = (guard_at, guard) {
+            if ready[at].intersects(PollFlags::POLLPRI | PollFlags::POLLERR) {
+                if let Some(l) = g.changed() {
+                    stop_tree(child, way);
+                    lost = Some(l);
+                    guard = None;
                 }
             }
         }
-        if let Some(at) = listener_at {
+        if let (Some(at), Some(o)) = (chan_at, obs.as_mut()) {
+            // One message at most: the channel is done either way.
+            if !ready[at].is_empty() {
+                if let Some(c) = chan.take() {
+                    match sys::recv_fd(c.as_fd()) {
+                        Ok(Some((0, Some(fd)))) => listener = Some(fd),
+                        Ok(Some((errno, _))) => {
+                            let text =
+                                format!("seccomp listener: {}", Errno::from_raw(errno).desc());
+                            o.init_error(&text);
+                            errors.push(text);
+                        }
+                        // EOF: init and the worker ended before sending.
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if let (Some(at), Some(o)) = (listener_at, obs.as_mut()) {
             if ready[at].contains(PollFlags::POLLIN) {
                 if let Some(l) = &listener {
-                    obs.handle(l.as_fd());
+                    o.handle(l.as_fd());
                 }
             } else if ready[at]
                 .intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
@@ -455,12 +606,16 @@ fn serve(
                 listener = None;
             }
         }
-        obs.flush();
+        if let Some(o) = obs.as_mut() {
+            o.flush();
+        }
         if !ready[0].is_empty() {
             while let Some(info) = signals.read_signal()? {
                 if let Some(status) = on_signal(child, info.ssi_signo as libc::c_int)? {
-                    obs.flush();
-                    return Ok(status);
+                    if let Some(o) = obs.as_mut() {
+                        o.flush();
+                    }
+                    return Ok((status, lost));
                 }
             }
         }
@@ -517,8 +672,9 @@ struct InitArgs {
     original: SigSet,
     chan: Channel,
     listener_chan: Option<RawFd>,
-    /// The stub's ends of the channels: init's copies are closed.
-    stub_ends: [Option<RawFd>; 2],
+    /// The stub's ends of the channels and of the go-ahead pipe: init's
+    /// (or the worker's) copies are closed.
+    stub_ends: [Option<RawFd>; 3],
 }
 
 /// PID 1 of the new PID namespace. Never returns. Runs in the stub's

@@ -141,6 +141,17 @@ pub fn raw_write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
     })
 }
 
+/// `read(fd, buf)`: the bytes read.
+pub fn raw_read(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: the kernel writes at most `buf.len()` bytes to `buf`.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_read,
+            [fd as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0],
+        )
+    })
+}
+
 /// `close(fd)`; the result is of no use to a process that is done with
 /// the descriptor.
 pub fn raw_close(fd: RawFd) {

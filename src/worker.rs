@@ -8,7 +8,8 @@
 //! (no_new_privs), landlock_restrict_self (capability-free way only),
 //! seccomp (the unix filter; the observe filter when the run is observed,
 //! whose listener goes to the stub with one sendmsg and is then closed;
-//! the namespaces filter, unless nesting is allowed), execve (through
+//! the namespaces filter, unless nesting is allowed), read (the stub's
+//! go-ahead, when it checks the mounts first), execve (through
 //! execvp's PATH search), and on failure a write of one report and
 //! `_exit`. On the capability-free way, `Channel::arm_parent_death` came
 //! first (close, prctl, ppoll). The environment was scrubbed before the
@@ -17,9 +18,10 @@
 
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
+use nix::errno::Errno;
 use nix::sys::signal::SigSet;
 
-use crate::error::{Step, errno, exec_exit_code};
+use crate::error::{EXIT_SETUP, Step, errno, exec_exit_code};
 use crate::supervise::{Channel, Kind, Plan, Way};
 use crate::sys;
 
@@ -57,6 +59,20 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
     if let Some(ns) = plan.filters.namespaces {
         if let Err(e) = sys::install_filter(ns.bytes()) {
             chan.fail(Step::FilterNamespaces, e);
+        }
+    }
+    // The stub's go-ahead after its mount check (guard.rs): a byte, or
+    // the end of the pipe when a protecting mount is gone (the stub says
+    // why and stops the tree).
+    if let Some(go) = plan.go {
+        let mut byte = [0u8; 1];
+        loop {
+            match sys::raw_read(go, &mut byte) {
+                Ok(1) => break,
+                Ok(_) => sys::exit_now(EXIT_SETUP),
+                Err(Errno::EINTR) => {}
+                Err(e) => chan.fail(Step::MountGuard, e),
+            }
         }
     }
     let err = errno(&sys::execvp(plan.exec));

@@ -9,11 +9,12 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use common::threats::{WAYS, Way};
-use common::{fixture, status_field, stderr, stdout};
+use common::{Place, fixture, status_field, stderr, stdout};
 
 const SHOW: &str = "echo COMMAND-RAN; grep -E '^(Seccomp_filters|NoNewPrivs):' /proc/self/status";
 
@@ -115,7 +116,7 @@ fn eperm_fails_closed_with_the_hint() {
 /// the C library picks between equivalent syscalls (musl opens with `open`
 /// and forks with `fork` on x86_64, glibc uses `openat` and `clone`), the
 /// entry names them all, `|`-separated, and each one made is injected.
-const SETUP_CALLS: [(&str, &str); 19] = [
+const SETUP_CALLS: [(&str, &str); 21] = [
     ("unshare", "EPERM"),
     ("unshare", "EINVAL"),
     ("openat|open", "EACCES"),
@@ -135,17 +136,24 @@ const SETUP_CALLS: [(&str, &str); 19] = [
     ("ppoll|poll", "EINVAL"),
     ("landlock_create_ruleset", "ENOSYS"),
     ("landlock_restrict_self", "EPERM"),
+    ("pipe2", "EMFILE"),
+    ("read", "EIO"),
 ];
 
-/// The most calls any one process makes to each syscall in a clean run.
-fn calls_per_process(
-    strace: &Path,
+/// One setting of the fault runs: the way in, on the host or inside
+/// bubblewrap (with strace inside the sandbox, so only the helper's
+/// processes are traced), as root or as nobody.
+#[derive(Clone, Copy, Debug)]
+struct Run {
     way: Way,
-    user: Option<&str>,
-    dir: &Path,
-) -> BTreeMap<String, usize> {
+    place: Place,
+    nobody: bool,
+}
+
+/// The most calls any one process makes to each syscall in a clean run.
+fn calls_per_process(strace: &Path, run: Run, dir: &Path) -> BTreeMap<String, usize> {
     let names: Vec<&str> = SETUP_CALLS.iter().flat_map(|c| c.0.split('|')).collect();
-    let logs = run_traced(strace, way, user, dir, &names.join(","), None);
+    let logs = run_traced(strace, run, dir, &names.join(","), None);
     let mut most = BTreeMap::new();
     for (_, lines) in &logs.per_process {
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -169,32 +177,64 @@ struct Traced {
 }
 
 /// Runs the helper on the probe under `strace -ff`, one log per process.
-fn run_traced(
-    strace: &Path,
-    way: Way,
-    user: Option<&str>,
-    dir: &Path,
-    trace: &str,
-    inject: Option<&str>,
-) -> Traced {
+/// Inside bubblewrap the sandbox has a placeholder mount, so the mount
+/// guard's calls are made too.
+fn run_traced(strace: &Path, run: Run, dir: &Path, trace: &str, inject: Option<&str>) -> Traced {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).unwrap();
-    let mut cmd = Command::new(strace);
-    cmd.args(["-ff", "-qq", "-o"]).arg(dir.join("log"));
-    // clone and fork too: the stub's fork marks what init and the worker
-    // inherit.
-    cmd.arg("-e").arg(format!(
-        "trace=execve,prctl,seccomp,landlock_restrict_self,clone,fork,{trace}"
-    ));
-    if let Some(inject) = inject {
-        cmd.arg("-e").arg(format!("inject={inject}"));
+    if run.nobody {
+        std::os::unix::fs::chown(dir, Some(common::NOBODY), Some(common::NOBODY)).unwrap();
     }
-    if let Some(user) = user {
-        cmd.args(["-u", user]);
+    let mut words: Vec<String> = vec![
+        strace.to_string_lossy().into_owned(),
+        "-ff".into(),
+        "-qq".into(),
+        "-o".into(),
+        dir.join("log").to_string_lossy().into_owned(),
+        // clone and fork too: the stub's fork marks what init and the
+        // worker inherit.
+        "-e".into(),
+        format!("trace=execve,prctl,seccomp,landlock_restrict_self,clone,fork,{trace}"),
+    ];
+    if let Some(inject) = inject {
+        words.extend(["-e".into(), format!("inject={inject}")]);
+    }
+    if run.nobody && run.place == Place::Host {
+        words.extend(["-u".into(), "nobody".into()]);
     }
     let probe = fixture().probe().expect("probe").to_path_buf();
-    cmd.arg(faults_helper())
-        .args(way.args(&[probe.to_str().unwrap(), "inet"]));
+    words.push(faults_helper().to_string_lossy().into_owned());
+    words.extend(run.way.args(&[probe.to_str().unwrap(), "inet"]));
+    let mut cmd = match run.place {
+        Place::Host => {
+            let mut c = Command::new(&words[0]);
+            c.args(&words[1..]);
+            c
+        }
+        Place::Bwrap => {
+            let d = dir.to_string_lossy().into_owned();
+            let placeholder = format!("{d}/placeholder");
+            let mut c = Command::new(common::which("bwrap").expect("bwrap"));
+            c.args(common::BWRAP_OPTIONS);
+            if !run.nobody {
+                c.args(["--cap-add", "CAP_SETFCAP"]);
+            }
+            c.args([
+                "--bind",
+                &d,
+                &d,
+                "--ro-bind",
+                "/dev/null",
+                &placeholder,
+                "--",
+            ])
+            .args(&words);
+            if run.nobody {
+                c.uid(common::NOBODY).gid(common::NOBODY);
+            }
+            c
+        }
+    };
     cmd.env_clear()
         .env("PATH", "/usr/bin:/bin")
         .current_dir("/")
@@ -202,6 +242,9 @@ fn run_traced(
     let output = cmd.output().expect("run strace");
     let mut per_process = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("log") {
+            continue;
+        }
         let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
         let name = entry.file_name().to_string_lossy().into_owned();
         per_process.push((name, text.lines().map(str::to_string).collect()));
@@ -257,7 +300,11 @@ fn check_invariant(t: &Traced, way: Way, what: &str) -> Result<bool, String> {
             own_nnp |= nnp(l);
             own_filters += usize::from(filter(l));
             own_domain |= domain(l);
-            if l.starts_with(&format!("execve(\"{probe}\"")) && ok(l) {
+            // The command's exec: any successful exec but the helper's own
+            // (strace inside bubblewrap, without CAP_SYS_PTRACE, cannot read
+            // the path from the worker's non-dumpable memory).
+            if l.starts_with("execve(") && ok(l) && !l.starts_with(&format!("execve(\"{helper}\""))
+            {
                 ran = true;
                 let (n, f) = (inherited_nnp || own_nnp, inherited_filters + own_filters);
                 if !n || f < 2 || (way == Way::CapabilityFree && !own_domain) {
@@ -318,23 +365,31 @@ fn every_setup_fault_fails_closed() {
     if fixture().probe().is_none() {
         return;
     }
-    let users: Vec<Option<&str>> = if common::is_root() {
-        vec![None, Some("nobody")]
-    } else {
-        vec![None]
-    };
+    let mut runs = Vec::new();
+    for way in WAYS {
+        for place in [Place::Host, Place::Bwrap] {
+            if place == Place::Bwrap && common::which("bwrap").is_none() {
+                common::skip("bubblewrap is not installed: faults inside it are left out");
+                continue;
+            }
+            for nobody in [false, true] {
+                if !nobody && !common::is_root() {
+                    continue;
+                }
+                runs.push(Run { way, place, nobody });
+            }
+        }
+    }
     let mut cases = 0;
     let mut called = std::collections::BTreeSet::new();
     let mut failed_closed = 0;
     let mut problems = Vec::new();
-    let runs = WAYS
-        .into_iter()
-        .flat_map(|w| users.iter().map(move |&u| (w, u)));
-    for (way, user) in runs {
-        let dir = fixture()
-            .dir
-            .join(format!("faults-{way:?}-{}", user.unwrap_or("self")));
-        let most = calls_per_process(&strace, way, user, &dir);
+    for run in runs {
+        let dir = fixture().dir.join(format!(
+            "faults-{:?}-{:?}-{}",
+            run.way, run.place, run.nobody
+        ));
+        let most = calls_per_process(&strace, run, &dir);
         called.extend(most.keys().cloned());
         for (name, errno) in SETUP_CALLS
             .iter()
@@ -342,11 +397,11 @@ fn every_setup_fault_fails_closed() {
         {
             let n = most.get(name).copied().unwrap_or(0);
             for k in 1..=n.min(12) {
-                let what = format!("{way:?} {user:?} {name} #{k} -> {errno}");
+                let what = format!("{run:?} {name} #{k} -> {errno}");
                 let inject = format!("{name}:error={errno}:when={k}");
-                let t = run_traced(&strace, way, user, &dir, name, Some(&inject));
+                let t = run_traced(&strace, run, &dir, name, Some(&inject));
                 cases += 1;
-                match check_invariant(&t, way, &what) {
+                match check_invariant(&t, run.way, &what) {
                     Ok(true) => {}
                     Ok(false) => failed_closed += 1,
                     Err(e) => problems.push(e),

@@ -1,0 +1,264 @@
+//! What a bubblewrap command line asks for: one option table and one walk,
+//! for the `bwrap` shim (shim.rs, which rewrites the command) and the mount
+//! guard (guard.rs, which checks the mounts before the command starts).
+//! Pure: unit-tested on the clients' command lines.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
+/// How many values each bubblewrap option takes (bubblewrap 0.8-0.12).
+fn arity(option: &[u8]) -> Option<usize> {
+    Some(match option {
+        b"--help"
+        | b"--version"
+        | b"--level-prefix"
+        | b"--unshare-all"
+        | b"--share-net"
+        | b"--unshare-user"
+        | b"--unshare-user-try"
+        | b"--unshare-ipc"
+        | b"--unshare-pid"
+        | b"--unshare-net"
+        | b"--unshare-uts"
+        | b"--unshare-cgroup"
+        | b"--unshare-cgroup-try"
+        | b"--disable-userns"
+        | b"--assert-userns-disabled"
+        | b"--clearenv"
+        | b"--new-session"
+        | b"--die-with-parent"
+        | b"--as-pid-1" => 0,
+        b"--args" | b"--argv0" | b"--userns" | b"--userns2" | b"--pidns" | b"--uid" | b"--gid"
+        | b"--hostname" | b"--chdir" | b"--unsetenv" | b"--lock-file" | b"--sync-fd"
+        | b"--remount-ro" | b"--overlay-src" | b"--tmp-overlay" | b"--ro-overlay"
+        | b"--exec-label" | b"--file-label" | b"--proc" | b"--dev" | b"--tmpfs" | b"--mqueue"
+        | b"--dir" | b"--seccomp" | b"--add-seccomp-fd" | b"--block-fd" | b"--userns-block-fd"
+        | b"--info-fd" | b"--json-status-fd" | b"--cap-add" | b"--cap-drop" | b"--perms"
+        | b"--size" => 1,
+        b"--setenv" | b"--bind" | b"--bind-try" | b"--dev-bind" | b"--dev-bind-try"
+        | b"--ro-bind" | b"--ro-bind-try" | b"--bind-fd" | b"--ro-bind-fd" | b"--file"
+        | b"--bind-data" | b"--ro-bind-data" | b"--symlink" | b"--chmod" => 2,
+        b"--overlay" => 3,
+        _ => return None,
+    })
+}
+
+/// Whether `option` makes a mount at its last value (its destination):
+/// `(optional, restricts)`. Optional: the `-try` forms, which may
+/// legitimately be missing. Restricts: the mount takes something away
+/// from what lies beneath it (read-only binds, a tmpfs or a new /dev or
+/// /proc over a folder, overlays); a read-write bind adds access instead,
+/// and losing it takes access away.
+fn makes_mount(option: &[u8]) -> Option<(bool, bool)> {
+    match option {
+        b"--ro-bind" | b"--ro-bind-fd" | b"--ro-bind-data" | b"--proc" | b"--dev" | b"--tmpfs"
+        | b"--mqueue" | b"--overlay" | b"--tmp-overlay" | b"--ro-overlay" => Some((false, true)),
+        b"--bind" | b"--dev-bind" | b"--bind-fd" | b"--bind-data" => Some((false, false)),
+        b"--ro-bind-try" => Some((true, true)),
+        b"--bind-try" | b"--dev-bind-try" => Some((true, false)),
+        _ => None,
+    }
+}
+
+/// One mount bubblewrap was asked to make.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    /// The option, e.g. `--ro-bind`.
+    pub option: String,
+    /// The source, for the binds (a path, or an fd number); empty otherwise.
+    pub source: Vec<u8>,
+    /// The destination inside the sandbox, as given.
+    pub dest: Vec<u8>,
+    /// A `-try` form: the mount may legitimately be missing.
+    pub optional: bool,
+    /// It restricts what lies beneath (see `makes_mount`).
+    pub restricts: bool,
+}
+
+/// A command line walked option by option.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Walk {
+    /// Where the options end: the index of `--`, or of the command.
+    pub options_end: usize,
+    /// The index of the command's first word.
+    pub command_at: usize,
+    /// The mounts, in order.
+    pub mounts: Vec<Mount>,
+    /// `--setenv ARGV0 apply-seccomp` (the older multicall hook) was given.
+    pub setenv_argv0: bool,
+}
+
+/// Why a command line could not be walked.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unwalked {
+    /// No command after the options.
+    NoCommand,
+    /// An option this table does not know (a newer bubblewrap's, or a typo).
+    Unknown(String),
+    /// `--args FD`: more options come from a file the line does not show.
+    Args,
+    /// An option's values run past the end.
+    MissingValue,
+}
+
+impl std::fmt::Display for Unwalked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unwalked::NoCommand => write!(f, "no command"),
+            Unwalked::Unknown(o) => write!(f, "unknown option {o}"),
+            Unwalked::Args => write!(f, "options come from --args"),
+            Unwalked::MissingValue => write!(f, "an option lacks its value"),
+        }
+    }
+}
+
+/// Walks bubblewrap's arguments (without `argv[0]`) with the options'
+/// arities, up to `--` or the first word that is not an option.
+pub fn walk(args: &[OsString]) -> Result<Walk, Unwalked> {
+    let mut i = 0;
+    let mut mounts = Vec::new();
+    let mut setenv_argv0 = false;
+    loop {
+        let Some(arg) = args.get(i) else {
+            return Err(Unwalked::NoCommand);
+        };
+        let a = arg.as_bytes();
+        if a == b"--" || !a.starts_with(b"--") {
+            let command_at = if a == b"--" { i + 1 } else { i };
+            if command_at >= args.len() {
+                return Err(Unwalked::NoCommand);
+            }
+            return Ok(Walk {
+                options_end: i,
+                command_at,
+                mounts,
+                setenv_argv0,
+            });
+        }
+        let Some(n) = arity(a) else {
+            return Err(Unwalked::Unknown(arg.to_string_lossy().into_owned()));
+        };
+        if a == b"--args" {
+            return Err(Unwalked::Args);
+        }
+        let values = args.get(i + 1..i + 1 + n).ok_or(Unwalked::MissingValue)?;
+        if a == b"--setenv"
+            && values[0].as_bytes() == b"ARGV0"
+            && values[1].as_bytes() == b"apply-seccomp"
+        {
+            setenv_argv0 = true;
+        }
+        if let Some((optional, restricts)) = makes_mount(a) {
+            mounts.push(Mount {
+                restricts,
+                option: arg.to_string_lossy().into_owned(),
+                source: if n >= 2 {
+                    values[0].as_bytes().to_vec()
+                } else {
+                    Vec::new()
+                },
+                dest: values[n - 1].as_bytes().to_vec(),
+                optional,
+            });
+        }
+        i += 1 + n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_mounts_of_srts_line_are_found_with_their_destinations() {
+        let line = args(&[
+            "--new-session",
+            "--die-with-parent",
+            "--unshare-net",
+            "--ro-bind",
+            "/",
+            "/",
+            "--bind",
+            "/w",
+            "/w",
+            "--ro-bind",
+            "/dev/null",
+            "/w/.bashrc",
+            "--ro-bind-try",
+            "/w/.git/hooks",
+            "/w/.git/hooks",
+            "--setenv",
+            "X",
+            "--",
+            "--dev",
+            "/dev",
+            "--overlay",
+            "/a",
+            "/b",
+            "/c",
+            "--",
+            "bash",
+            "-c",
+            "x",
+        ]);
+        let w = walk(&line).unwrap();
+        // `--setenv X --` takes "--" as its value.
+        assert_eq!((w.options_end, w.command_at), (24, 25));
+        let dests: Vec<(&str, String, bool)> = w
+            .mounts
+            .iter()
+            .map(|m| {
+                (
+                    m.option.as_str(),
+                    String::from_utf8(m.dest.clone()).unwrap(),
+                    m.optional,
+                )
+            })
+            .collect();
+        assert_eq!(
+            dests,
+            [
+                ("--ro-bind", "/".to_string(), false),
+                ("--bind", "/w".to_string(), false),
+                ("--ro-bind", "/w/.bashrc".to_string(), false),
+                ("--ro-bind-try", "/w/.git/hooks".to_string(), true),
+                ("--dev", "/dev".to_string(), false),
+                ("--overlay", "/c".to_string(), false),
+            ]
+        );
+        assert_eq!(w.mounts[2].source, b"/dev/null");
+        let restricts: Vec<bool> = w.mounts.iter().map(|m| m.restricts).collect();
+        assert_eq!(restricts, [true, false, true, true, true, true]);
+        assert!(!w.setenv_argv0);
+    }
+
+    #[test]
+    fn what_cannot_be_walked_says_why() {
+        assert_eq!(walk(&args(&["--unshare-pid"])), Err(Unwalked::NoCommand));
+        assert_eq!(
+            walk(&args(&["--unshare-pid", "--"])),
+            Err(Unwalked::NoCommand)
+        );
+        assert_eq!(
+            walk(&args(&["--frob", "--", "x"])),
+            Err(Unwalked::Unknown("--frob".into()))
+        );
+        assert_eq!(
+            walk(&args(&["--args", "9", "--", "x"])),
+            Err(Unwalked::Args)
+        );
+        assert_eq!(walk(&args(&["--bind", "/a"])), Err(Unwalked::MissingValue));
+    }
+
+    #[test]
+    fn a_command_without_dashdash_ends_the_options() {
+        let w = walk(&args(&["--proc", "/proc", "sh", "-c", "x"])).unwrap();
+        assert_eq!((w.options_end, w.command_at), (2, 2));
+        let w = walk(&args(&["--setenv", "ARGV0", "apply-seccomp", "--", "x"])).unwrap();
+        assert!(w.setenv_argv0);
+    }
+}
