@@ -30,7 +30,7 @@
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::fcntl::{OFlag, open, openat, readlinkat};
 use nix::sys::stat::Mode;
@@ -174,11 +174,20 @@ impl Lost {
     }
 
     /// Looks at the path again: the stub calls this once the command's
-    /// tree is gone, when nothing can change it any more from inside (the
-    /// detach that woke the stub comes before the unlink has finished).
+    /// tree is gone, when nothing can change it any more from inside. The
+    /// name is looked for in a listing of its folder: the detach that woke
+    /// the stub comes before the unlink or rename has finished, and
+    /// listing the folder waits for it (both hold the folder's lock),
+    /// where a lookup might still find the old entry.
     pub fn look_again(&mut self) {
-        let path = OsString::from_vec(self.path.clone());
-        self.exists_now = std::fs::symlink_metadata(Path::new(&path)).is_ok();
+        let path = PathBuf::from(OsString::from_vec(self.path.clone()));
+        self.exists_now = match (path.parent(), path.file_name()) {
+            (Some(dir), Some(name)) => match std::fs::read_dir(dir) {
+                Ok(entries) => entries.flatten().any(|e| e.file_name() == name),
+                Err(_) => std::fs::symlink_metadata(&path).is_ok(),
+            },
+            _ => std::fs::symlink_metadata(&path).is_ok(),
+        };
     }
 
     /// The helper's message (main.rs prints it).
@@ -317,7 +326,8 @@ impl Guard {
     }
 
     fn watch_destinations(&mut self, entries: &[Entry], mounts: &[Mount]) -> Result<(), Lost> {
-        let (mut required, mut optional, mut covered, mut adding) = (0, 0, 0, 0);
+        let (mut required, mut optional, mut adding) = (0, 0, 0);
+        let mut covered = Vec::new();
         let dests: Vec<Vec<u8>> = mounts.iter().map(|m| normalize(&m.dest)).collect();
         for (i, m) in mounts.iter().enumerate() {
             let dest = dests[i].clone();
@@ -331,7 +341,7 @@ impl Guard {
             // protects nothing any more, and the kernel may not even list
             // it (no longer under the root).
             if dests[i + 1..].iter().any(|later| covers(later, &dest)) {
-                covered += 1;
+                covered.push(String::from_utf8_lossy(&dest).into_owned());
                 continue;
             }
             let mut at: Vec<&Entry> = entries.iter().filter(|e| e.point == dest).collect();
@@ -371,9 +381,16 @@ impl Guard {
         self.summary = format!(
             "mount guard: {} mounts watched at the destinations of bubblewrap's restricting \
              mounts; all {required} required ones mounted before the command ({optional} -try \
-             forms not required, {covered} covered by a later mount, {adding} read-write binds \
-             not watched)",
-            self.watched.len()
+             forms not required, {adding} read-write binds not watched, {} covered by a later \
+             mount{}{})",
+            self.watched.len(),
+            covered.len(),
+            if covered.is_empty() {
+                ""
+            } else {
+                ", so protecting nothing in this sandbox: "
+            },
+            covered.join(", ")
         );
         Ok(())
     }

@@ -1,0 +1,787 @@
+//! The mount guard (src/guard.rs), under real bubblewrap, as root and as
+//! uid 65534, on both ways in: a protecting mount removed on the host
+//! while the command runs stops it before its write; one removed before
+//! the helper starts stops it unrun; a normal run is never stopped. Then
+//! the same through the published client (its `applyPath`, and the shim),
+//! and several clients looping in one directory.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use common::threats::WAYS;
+use common::{BWRAP_OPTIONS, NOBODY, User, fixture, is_root};
+
+fn users() -> Vec<User> {
+    if is_root() {
+        vec![User::Root, User::Unprivileged]
+    } else {
+        common::skip("not root: the root cases are left out");
+        vec![User::Unprivileged]
+    }
+}
+
+fn have_bwrap() -> bool {
+    common::which("bwrap").is_some() || common::skip("bubblewrap is not installed")
+}
+
+/// A fresh folder writable by `user`, with `F` (an existing file, self-bound
+/// read-only) and two fifos.
+fn folder(user: User, tag: &str) -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = fixture().dir.join(format!(
+        "guard-{tag}-{user:?}-{}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("F"), "orig\n").unwrap();
+    for fifo in ["go", "start"] {
+        let status = Command::new("mkfifo").arg(dir.join(fifo)).status().unwrap();
+        assert!(status.success());
+    }
+    if user == User::Unprivileged && is_root() {
+        for entry in ["", "F", "go", "start"] {
+            std::os::unix::fs::chown(dir.join(entry), Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+    }
+    dir
+}
+
+/// bubblewrap with srt's options, the folder read-write, a placeholder
+/// `P` (`--ro-bind /dev/null`, created by bwrap) and `F` bound onto
+/// itself read-only, running `argv`.
+fn sandbox(user: User, dir: &Path, argv: &[String]) -> Command {
+    let d = dir.to_string_lossy().into_owned();
+    let mut args: Vec<String> = BWRAP_OPTIONS.iter().map(|s| s.to_string()).collect();
+    if user == User::Root {
+        args.extend(["--cap-add".into(), "CAP_SETFCAP".into()]);
+    }
+    args.extend([
+        "--bind".into(),
+        d.clone(),
+        d.clone(),
+        "--ro-bind".into(),
+        "/dev/null".into(),
+        format!("{d}/P"),
+        "--ro-bind".into(),
+        format!("{d}/F"),
+        format!("{d}/F"),
+        "--".into(),
+    ]);
+    args.extend(argv.iter().cloned());
+    common::command(
+        common::Place::Host,
+        user,
+        &[],
+        &common::which("bwrap").unwrap(),
+        &args,
+    )
+}
+
+/// Writes a line to a fifo if anyone reads it (never blocks).
+fn release(fifo: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(fifo)
+    {
+        let _ = std::io::Write::write_all(&mut f, b"go\n");
+    }
+}
+
+/// Waits for `child`, at most `limit`; `None` if it is still running.
+fn wait_for(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn read_all(r: Option<impl Read>) -> String {
+    let mut s = String::new();
+    if let Some(mut r) = r {
+        let _ = r.read_to_string(&mut s);
+    }
+    s
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outside {
+    /// The host deletes the placeholder (another sandbox's clean-up).
+    UnlinkPlaceholder,
+    /// The host renames a new file over the self-bound one (an editor's
+    /// atomic save, `git config`).
+    RenameOver,
+}
+
+/// The command waits on a fifo, then writes both protected paths. The
+/// test changes the host meanwhile and never releases the fifo unless the
+/// helper is still running 5 s later (then the guard has failed, and the
+/// writes show it).
+#[test]
+fn a_protection_removed_on_the_host_stops_the_command_before_its_write() {
+    if !have_bwrap() {
+        return;
+    }
+    for way in WAYS {
+        for user in users() {
+            for outside in [Outside::UnlinkPlaceholder, Outside::RenameOver] {
+                let what = format!("{way:?} {user:?} {outside:?}");
+                let dir = folder(user, "during");
+                let d = dir.display();
+                let script = format!(
+                    "echo ready; read x < {d}/go; echo pwned > {d}/P; echo pwned > {d}/F; \
+                     echo wrote"
+                );
+                let helper = fixture().helper.to_string_lossy().into_owned();
+                let argv = [&[helper][..], &way.args(&["/bin/sh", "-c", &script])].concat();
+                let mut child = sandbox(user, &dir, &argv)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+                assert_eq!(
+                    lines.next().map(Result::unwrap).as_deref(),
+                    Some("ready"),
+                    "{what}"
+                );
+                let path = match outside {
+                    Outside::UnlinkPlaceholder => {
+                        std::fs::remove_file(dir.join("P")).unwrap();
+                        dir.join("P")
+                    }
+                    Outside::RenameOver => {
+                        std::fs::write(dir.join("F.new"), "new\n").unwrap();
+                        std::fs::rename(dir.join("F.new"), dir.join("F")).unwrap();
+                        dir.join("F")
+                    }
+                };
+                let status = wait_for(&mut child, Duration::from_secs(5));
+                release(&dir.join("go"));
+                let status = status.unwrap_or_else(|| child.wait().unwrap());
+                let rest: Vec<String> = lines.map_while(Result::ok).collect();
+                let err = read_all(child.stderr.take());
+                let ctx = format!("{what}: {status:?}\n{rest:?}\n{err}");
+                assert_eq!(status.code(), Some(125), "{ctx}");
+                assert!(!rest.iter().any(|l| l == "wrote"), "{ctx}");
+                let option = match outside {
+                    Outside::UnlinkPlaceholder => "--ro-bind /dev/null".to_string(),
+                    Outside::RenameOver => format!("--ro-bind {}", path.display()),
+                };
+                let want = format!(
+                    "apply-seccomp: mount guard: {p} (bubblewrap's {option} {p}) is no longer \
+                     mounted in the sandbox: it was removed from outside",
+                    p = path.display()
+                );
+                assert!(err.contains(&want), "{ctx}");
+                assert!(err.contains("the command was stopped"), "{ctx}");
+                assert!(err.contains("Running the command again is safe"), "{ctx}");
+                // Nothing the command wrote reached the host: P is gone, or
+                // still bwrap's empty placeholder.
+                let p = std::fs::read_to_string(dir.join("P")).unwrap_or_default();
+                assert_eq!(p, "", "{ctx}");
+                assert_eq!(
+                    std::fs::read_to_string(dir.join("F")).unwrap(),
+                    match outside {
+                        Outside::UnlinkPlaceholder => "orig\n",
+                        Outside::RenameOver => "new\n",
+                    },
+                    "{ctx}"
+                );
+                // The rename leaves a file at the path: the message says so.
+                assert_eq!(
+                    err.contains("exists now: it may have been written while unprotected"),
+                    outside == Outside::RenameOver,
+                    "{ctx}"
+                );
+            }
+        }
+    }
+}
+
+/// With `SRT_OBSERVE_SOCK`, the guard's stop is one JSON line there too.
+#[test]
+fn the_observation_socket_hears_of_the_stop() {
+    if !have_bwrap() {
+        return;
+    }
+    let user = User::Unprivileged;
+    let dir = folder(user, "observed");
+    let sock = dir.join("observe.sock");
+    let listener = UnixListener::bind(&sock).unwrap();
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let d = dir.display();
+    let script = format!("echo ready; read x < {d}/go");
+    let argv = vec![
+        fixture().helper.to_string_lossy().into_owned(),
+        "/bin/sh".into(),
+        "-c".into(),
+        script,
+    ];
+    let mut cmd = sandbox(user, &dir, &argv);
+    cmd.env("SRT_OBSERVE_SOCK", &sock)
+        .env("SRT_ENCODED_CMD", "eA==")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let (mut conn, _) = listener.accept().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().map(Result::unwrap).as_deref(), Some("ready"));
+    std::fs::remove_file(dir.join("P")).unwrap();
+    let status = wait_for(&mut child, Duration::from_secs(5));
+    release(&dir.join("go"));
+    let status = status.unwrap_or_else(|| child.wait().unwrap());
+    assert_eq!(status.code(), Some(125));
+    let mut text = String::new();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = conn.read_to_string(&mut text);
+    let want = format!(
+        "{{\"mount_guard\":\"lost\",\"path\":\"{d}/P\",\"before_start\":false,\
+         \"exists_now\":false,\"encodedCommand\":\"eA==\"}}"
+    );
+    assert!(text.lines().any(|l| l == want), "{text}");
+}
+
+/// The same sandbox, run normally 1000 times in a loop (ten at a time), as
+/// uid 65534 and, on a smaller scale, as root: the guard never stops one.
+#[test]
+fn normal_runs_are_never_stopped() {
+    if !have_bwrap() {
+        return;
+    }
+    for way in WAYS {
+        for user in users() {
+            let runs = if user == User::Unprivileged {
+                1000
+            } else {
+                200
+            };
+            let dir = folder(user, "normal");
+            let helper = fixture().helper.to_string_lossy().into_owned();
+            let argv = [&[helper][..], &way.args(&["/bin/echo", "ok"])].concat();
+            let stops = AtomicU32::new(0);
+            let wrong = std::sync::Mutex::new(Vec::new());
+            std::thread::scope(|s| {
+                for _ in 0..10 {
+                    s.spawn(|| {
+                        for _ in 0..runs / 10 {
+                            let out = sandbox(user, &dir, &argv).output().unwrap();
+                            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+                            if err.contains("mount guard") {
+                                stops.fetch_add(1, Ordering::Relaxed);
+                            }
+                            if out.status.code() != Some(0) || out.stdout != b"ok\n" {
+                                wrong
+                                    .lock()
+                                    .unwrap()
+                                    .push(format!("{:?}: {err}", out.status));
+                            }
+                        }
+                    });
+                }
+            });
+            let wrong = wrong.into_inner().unwrap();
+            assert_eq!(
+                stops.load(Ordering::Relaxed),
+                0,
+                "{way:?} {user:?}: {wrong:?}"
+            );
+            assert!(wrong.is_empty(), "{way:?} {user:?}: {wrong:?}");
+        }
+    }
+}
+
+/// bubblewrap has set up the sandbox and runs a script that waits on a
+/// fifo before it execs the helper; the host deletes the placeholder
+/// meanwhile. The helper's check before the command finds it gone.
+#[test]
+fn a_protection_removed_before_the_helper_starts_keeps_the_command_from_running() {
+    if !have_bwrap() {
+        return;
+    }
+    for way in WAYS {
+        for user in users() {
+            let what = format!("{way:?} {user:?}");
+            let dir = folder(user, "before");
+            let d = dir.display();
+            let helper = fixture().helper.display();
+            let inner = way.args(&["/bin/sh", "-c", "echo ran"]).join(" ");
+            let script = format!(": > {d}/waiting; read x < {d}/start; exec {helper} {inner}");
+            let argv = vec!["/bin/sh".to_string(), "-c".into(), script];
+            let mut child = sandbox(user, &dir, &argv)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // bwrap has made the placeholder on the host and the script
+            // runs: delete it, then let the script go on to the helper.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !dir.join("waiting").exists() {
+                assert!(Instant::now() < deadline, "{what}: bwrap never got ready");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::fs::remove_file(dir.join("P")).unwrap();
+            assert!(
+                release_when_read(&dir.join("start")),
+                "{what}: the script never read"
+            );
+            let status = child.wait().unwrap();
+            let out = read_all(child.stdout.take());
+            let err = read_all(child.stderr.take());
+            let ctx = format!("{what}: {status:?}\n{out}\n{err}");
+            assert_eq!(status.code(), Some(125), "{ctx}");
+            assert!(!out.contains("ran"), "{ctx}");
+            assert!(
+                err.contains(&format!(
+                    "apply-seccomp: mount guard: {d}/P (bubblewrap's --ro-bind /dev/null {d}/P) \
+                     is no longer mounted in the sandbox"
+                )),
+                "{ctx}"
+            );
+            assert!(err.contains("the command did not run"), "{ctx}");
+        }
+    }
+}
+
+/// The worker waits for the check: with strace (inside the sandbox)
+/// holding each of the stub's reads of the mount table for 300 ms, a
+/// placeholder already gone still keeps the command from running. Without
+/// the wait, the command would run during the hold.
+#[test]
+fn the_command_waits_for_the_check_however_long_it_takes() {
+    if !have_bwrap() {
+        return;
+    }
+    let Some(strace) = common::which("strace") else {
+        common::skip("strace is not installed");
+        return;
+    };
+    let Some(probe) = fixture().probe() else {
+        return;
+    };
+    for user in users() {
+        let dir = folder(user, "slow");
+        let d = dir.display();
+        let helper = fixture().helper.display();
+        // The command is the static probe: no loader, so no pread64 of its
+        // own for strace to hold.
+        let script = format!(
+            ": > {d}/waiting; read x < {d}/start; exec {s} -f -qq -o /dev/null -e trace=pread64 \
+             -e inject=pread64:delay_enter=300000 {helper} {p} ran",
+            s = strace.display(),
+            p = probe.display()
+        );
+        let argv = vec!["/bin/sh".to_string(), "-c".into(), script];
+        let mut child = sandbox(user, &dir, &argv)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !dir.join("waiting").exists() {
+            assert!(Instant::now() < deadline, "{user:?}: bwrap never got ready");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::fs::remove_file(dir.join("P")).unwrap();
+        assert!(release_when_read(&dir.join("start")), "{user:?}");
+        let status = child.wait().unwrap();
+        let out = read_all(child.stdout.take());
+        let err = read_all(child.stderr.take());
+        let ctx = format!("{user:?}: {status:?}\n{out}\n{err}");
+        assert_eq!(status.code(), Some(125), "{ctx}");
+        assert!(!out.contains("ran"), "{ctx}");
+        assert!(err.contains("the command did not run"), "{ctx}");
+    }
+}
+
+/// A restricting mount that a later one covers (here a placeholder made
+/// before srt's `--ro-bind / /`, as srt does with its proxy socket) is
+/// not even listed by the kernel any more: it is neither required nor
+/// watched, and the run goes on.
+#[test]
+fn a_mount_a_later_one_covers_is_not_required() {
+    if !have_bwrap() {
+        return;
+    }
+    for user in users() {
+        let dir = folder(user, "covered");
+        let mut args: Vec<String> = vec![
+            "--ro-bind".into(),
+            "/dev/null".into(),
+            "/covered-placeholder".into(),
+        ];
+        args.extend(BWRAP_OPTIONS.iter().map(|s| s.to_string()));
+        if user == User::Root {
+            args.extend(["--cap-add".into(), "CAP_SETFCAP".into()]);
+        }
+        args.extend([
+            "--".into(),
+            fixture().helper.to_string_lossy().into_owned(),
+            "/bin/echo".into(),
+            "ok".into(),
+        ]);
+        let out = common::command(
+            common::Place::Host,
+            user,
+            &[("SRT_DEBUG", "1")],
+            &common::which("bwrap").unwrap(),
+            &args,
+        )
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{user:?}: {err}");
+        assert!(
+            err.contains(
+                "1 covered by a later mount, so protecting nothing in this sandbox: \
+                 /covered-placeholder)"
+            ),
+            "{user:?}: {err}"
+        );
+    }
+}
+
+/// Writes a line to `fifo` once someone has it open for reading (at most
+/// 10 s); whether it could.
+fn release_when_read(fifo: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        // ENXIO until a reader has it open.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(fifo)
+        {
+            return std::io::Write::write_all(&mut f, b"go\n").is_ok();
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    false
+}
+
+/// A git folder for the client, owned by `user`, with the two fifos; the
+/// client's own deny paths (`.bashrc`, `.mcp.json`, ...) do not exist, so
+/// it has bubblewrap make placeholders for them.
+fn client_folder(user: User, tag: &str) -> PathBuf {
+    let dir = folder(user, tag);
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    if user == User::Unprivileged && is_root() {
+        let status = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let _ = std::fs::remove_file(dir.join("F"));
+    dir
+}
+
+/// The client's settings: `allowWrite` the folder, `applyPath` the helper
+/// (or a wrapper of it).
+fn client_settings(dir: &Path, apply_path: &Path) -> PathBuf {
+    let file = dir.join("srt-settings.json");
+    std::fs::write(
+        &file,
+        format!(
+            r#"{{"network": {{"allowedDomains": [], "deniedDomains": []}},
+  "filesystem": {{"denyRead": [], "allowWrite": ["{d}"], "denyWrite": []}},
+  "seccomp": {{"applyPath": "{h}"}}}}"#,
+            d = dir.display(),
+            h = apply_path.display()
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// Runs `cmd` (the client) as `user` in `dir`; returns the child.
+fn spawn_client(user: User, dir: &Path, mut cmd: Command) -> Child {
+    use std::os::unix::process::CommandExt;
+    cmd.env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", dir)
+        .env("SRT_DEBUG", "1")
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if user == User::Unprivileged && is_root() {
+        cmd.uid(NOBODY).gid(NOBODY);
+    }
+    cmd.spawn().expect("run the client")
+}
+
+/// Waits for the sandbox's script to signal it is waiting, deletes the
+/// client's `.bashrc` placeholder on the host, lets the script go on, and
+/// checks the command never ran and the guard said why.
+fn delete_placeholder_before_the_helper(what: &str, dir: &Path, mut child: Child) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !dir.join("waiting").exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "{what}: the client ended first ({status}): {}",
+                read_all(child.stderr.take())
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: the sandbox never started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let placeholder = dir.join(".bashrc");
+    assert_eq!(
+        std::fs::read(&placeholder).ok().as_deref(),
+        Some(&b""[..]),
+        "{what}: no placeholder for .bashrc"
+    );
+    std::fs::remove_file(&placeholder).unwrap();
+    assert!(release_when_read(&dir.join("start")), "{what}");
+    let status = child.wait().unwrap();
+    let out = read_all(child.stdout.take());
+    let err = read_all(child.stderr.take());
+    let ctx = format!("{what}: {status:?}\n{out}\n{err}");
+    assert!(!out.contains("COMMAND-RAN"), "{ctx}");
+    assert!(
+        err.contains(&format!(
+            "apply-seccomp: mount guard: {p} (bubblewrap's --ro-bind /dev/null {p}) is no longer \
+             mounted in the sandbox",
+            p = placeholder.display()
+        )),
+        "{ctx}"
+    );
+    assert!(err.contains("the command did not run"), "{ctx}");
+    assert_ne!(status.code(), Some(0), "{ctx}");
+}
+
+/// Through the published client and `seccomp.applyPath`: the path is a
+/// wrapper that waits on a fifo inside the sandbox before it execs the
+/// helper, so the test can delete a placeholder the client made in that
+/// window.
+#[test]
+fn through_srts_apply_path_a_placeholder_deleted_before_the_start_is_caught() {
+    if !have_bwrap() {
+        return;
+    }
+    let Some(package) = common::srt_package() else {
+        return;
+    };
+    for user in users() {
+        let dir = client_folder(user, "srt-before");
+        let d = dir.display();
+        let wrapper = fixture().script(
+            &format!("wait-then-helper-{user:?}"),
+            &format!(
+                "#!/bin/sh\n: > {d}/waiting\nread x < {d}/start\nexec {} \"$@\"\n",
+                fixture().helper.display()
+            ),
+        );
+        let settings = client_settings(&dir, &wrapper);
+        let mut cmd = Command::new(package.join("node_modules/.bin/srt"));
+        cmd.arg("-s")
+            .arg(&settings)
+            .arg("-c")
+            .arg("echo COMMAND-RAN");
+        let child = spawn_client(user, &dir, cmd);
+        delete_placeholder_before_the_helper(&format!("srt {user:?}"), &dir, child);
+    }
+}
+
+/// Through the `bwrap` shim, with the command line a multicall client
+/// builds (the srt library, `applyPath: /proc/self/fd/3`): a bubblewrap
+/// wrapper (`APPLY_SECCOMP_BWRAP`) puts the wait at the head of the
+/// sandbox's script, before the helper the shim put in place.
+#[test]
+fn through_the_shim_a_placeholder_deleted_before_the_start_is_caught() {
+    if !have_bwrap() {
+        return;
+    }
+    let Some(package) = common::srt_package() else {
+        return;
+    };
+    let shim = fixture().dir.join("guard-shim-bin");
+    if !shim.join("bwrap").exists() {
+        std::fs::create_dir_all(&shim).unwrap();
+        std::os::unix::fs::symlink(&fixture().helper, shim.join("bwrap")).unwrap();
+    }
+    for user in users() {
+        let dir = client_folder(user, "shim-before");
+        let d = dir.display();
+        let delaying = fixture().script(
+            &format!("delaying-bwrap-{user:?}"),
+            &format!(
+                "#!/bin/bash\nargs=(\"$@\")\nlast=$((${{#args[@]}} - 1))\n\
+                 args[$last]=\": > {d}/waiting; read x < {d}/start; ${{args[$last]}}\"\n\
+                 exec {} \"${{args[@]}}\"\n",
+                common::which("bwrap").unwrap().display()
+            ),
+        );
+        let standin = fixture().script(
+            &format!("guard-stand-in-{user:?}"),
+            "#!/bin/sh\necho EMBEDDED-HELPER-RAN\nexec \"$@\"\n",
+        );
+        let js = dir.join("multicall.mjs");
+        std::fs::write(
+            &js,
+            format!(
+                "import {{ SandboxManager }} from '{}';\n\
+                 import {{ spawn }} from 'node:child_process';\n\
+                 import {{ openSync }} from 'node:fs';\n\
+                 const [config, cmd, standin] = process.argv.slice(2);\n\
+                 await SandboxManager.initialize(JSON.parse(config));\n\
+                 const wrapped = await SandboxManager.wrapWithSandbox(cmd);\n\
+                 const child = spawn('/bin/sh', ['-c', wrapped], {{ stdio: ['ignore', 'inherit', 'inherit', openSync(standin, 'r')] }});\n\
+                 const code = await new Promise(done => child.on('exit', c => done(c ?? 128)));\n\
+                 await SandboxManager.reset();\n\
+                 process.exit(code);\n",
+                common::srt_index(package).display()
+            ),
+        )
+        .unwrap();
+        let config = format!(
+            r#"{{"network": {{}}, "filesystem": {{"denyRead": [], "allowWrite": ["{d}"], "denyWrite": []}},
+                "seccomp": {{"applyPath": "/proc/self/fd/3", "argv0": "apply-seccomp"}}}}"#
+        );
+        let mut cmd = Command::new("node");
+        cmd.arg(&js)
+            .arg(config)
+            .arg("echo COMMAND-RAN")
+            .arg(&standin);
+        let child = {
+            use std::os::unix::process::CommandExt;
+            cmd.env_clear()
+                .env(
+                    "PATH",
+                    format!("{}:/usr/local/bin:/usr/bin:/bin", shim.display()),
+                )
+                .env("APPLY_SECCOMP_BWRAP", &delaying)
+                .env("HOME", &dir)
+                .env("SRT_DEBUG", "1")
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            if user == User::Unprivileged && is_root() {
+                cmd.uid(NOBODY).gid(NOBODY);
+            }
+            cmd.spawn().unwrap()
+        };
+        delete_placeholder_before_the_helper(&format!("shim {user:?}"), &dir, child);
+    }
+}
+
+/// What the client loops came to.
+#[derive(Debug, Default)]
+struct Tally {
+    runs: u32,
+    /// bubblewrap failed before the helper started (the client's own race:
+    /// `Can't find source path`, `Can't get type of source`, ...).
+    setup_failures: u32,
+    /// Stopped by the guard, before or during the command.
+    guard_stops: u32,
+    /// Denied paths the command managed to write.
+    writes: u32,
+    /// Writes to `.claude/settings.json` through the client's own covered
+    /// mount (see the test).
+    covered_writes: u32,
+    other_failures: Vec<String>,
+}
+
+/// Three `srt` processes looping in one git folder, as two terminals and
+/// a headless run would: each client deletes the placeholders it made
+/// when its command ends, which detaches them in the other clients'
+/// running sandboxes. The command waits, then writes the denied paths.
+/// No write may land; a command whose protection went away is stopped.
+///
+/// `.claude/settings.json` is written and counted too, apart: where
+/// `.claude` exists (another client's bwrap has just made it as a mount
+/// point), srt 0.0.83 binds it read-only before it binds the folder
+/// read-write over it, so that protection never holds, whatever the
+/// helper; the guard's debug line names it as covered.
+#[test]
+fn clients_looping_in_one_folder_never_write_a_denied_path() {
+    if !have_bwrap() {
+        return;
+    }
+    let Some(package) = common::srt_package() else {
+        return;
+    };
+    const LOOPS: u32 = 3;
+    const RUNS: u32 = 12;
+    let user = User::Unprivileged;
+    let dir = client_folder(user, "loops");
+    let settings = client_settings(&dir, &fixture().helper);
+    let denied = [".bashrc", ".gitconfig", ".mcp.json", ".vscode/tasks.json"];
+    let covered = ".claude/settings.json";
+    let script = format!(
+        "sleep 0.4; for p in {} {covered}; do mkdir -p \"$(dirname \"$p\")\" 2>/dev/null; \
+         (echo MARK >> \"$p\") 2>/dev/null && echo \"wrote $p\"; done; true",
+        denied.join(" ")
+    );
+    let tally = std::sync::Mutex::new(Tally::default());
+    std::thread::scope(|s| {
+        for _ in 0..LOOPS {
+            s.spawn(|| {
+                for _ in 0..RUNS {
+                    let mut cmd = Command::new(package.join("node_modules/.bin/srt"));
+                    cmd.arg("-s").arg(&settings).arg("-c").arg(&script);
+                    let child = spawn_client(user, &dir, cmd);
+                    let out = child.wait_with_output().unwrap();
+                    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+                    let wrote = |p: &str| text.lines().any(|l| l == format!("wrote {p}"));
+                    let mut t = tally.lock().unwrap();
+                    t.runs += 1;
+                    t.writes += denied.iter().filter(|p| wrote(p)).count() as u32;
+                    t.covered_writes += u32::from(wrote(covered));
+                    if err.contains("apply-seccomp: mount guard: ") {
+                        t.guard_stops += 1;
+                    } else if err.contains("bwrap: ") {
+                        t.setup_failures += 1;
+                    } else if out.status.code() != Some(0) {
+                        t.other_failures.push(format!("{:?}: {err}", out.status));
+                    }
+                }
+            });
+        }
+    });
+    let t = tally.into_inner().unwrap();
+    // On the host too: no denied path holds the command's text.
+    let landed: Vec<&str> = denied
+        .iter()
+        .copied()
+        .filter(|p| std::fs::read_to_string(dir.join(p)).is_ok_and(|text| text.contains("MARK")))
+        .collect();
+    eprintln!(
+        "clients in one folder: {} runs, {} setup failures (bwrap), {} guard stops, {} writes \
+         reported, denied paths holding the command's text: {landed:?}; through the client's \
+         covered .claude: {} writes",
+        t.runs, t.setup_failures, t.guard_stops, t.writes, t.covered_writes
+    );
+    assert_eq!(t.runs, LOOPS * RUNS);
+    assert_eq!(t.writes, 0, "{t:?}");
+    assert!(landed.is_empty(), "{landed:?} {t:?}");
+    assert!(t.other_failures.is_empty(), "{t:?}");
+}
