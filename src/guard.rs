@@ -11,11 +11,14 @@
 //!
 //! Before the command starts, [`Guard::start`] reads what bubblewrap was
 //! asked to mount (its PID 1's command line, walked by bwrap_args.rs) and
-//! the mounts of the command's mount namespace, and reports any required
-//! destination that is not a mount point. During the run the stub polls
-//! the namespace's `mountinfo` (POLLPRI on every change) and
-//! [`Guard::changed`] reports a watched mount that is gone; the stub then
-//! stops the command.
+//! checks that each destination is still the root of a mount (`statx`,
+//! `STATX_ATTR_MOUNT_ROOT`: one call each). During the run the stub polls
+//! the namespace's `mountinfo` (POLLPRI on every change of the mount
+//! table; it is never read) and [`Guard::changed`] looks again: an
+//! unlinked placeholder is gone, a file renamed over a self-bound one is
+//! a plain file, and either way the path is no mount root any more. A new
+//! mount stacked on a destination (init's fresh `/proc`) leaves it one.
+//! The stub then stops the command.
 //!
 //! Which mounts are watched: where PID 1 is bubblewrap, the mounts at the
 //! destinations of its restricting mounts (read-only binds, tmpfs, /dev,
@@ -32,53 +35,13 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
+use nix::errno::Errno;
 use nix::fcntl::{OFlag, open, openat, readlinkat};
 use nix::sys::stat::Mode;
 
 use crate::bwrap_args::{self, Mount};
 use crate::json;
-
-/// One line of `mountinfo`: the mount's id and where it is mounted.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub id: u64,
-    pub point: Vec<u8>,
-}
-
-/// Parses `/proc/<pid>/mountinfo`: the first field is the mount id, the
-/// fifth the mount point, with space, tab, newline and backslash escaped
-/// as `\ooo`.
-pub fn parse_mountinfo(text: &[u8]) -> Vec<Entry> {
-    text.split(|&b| b == b'\n')
-        .filter_map(|line| {
-            let mut fields = line.split(|&b| b == b' ');
-            let id = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-            let point = unescape(fields.nth(3)?);
-            Some(Entry { id, point })
-        })
-        .collect()
-}
-
-fn unescape(field: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(field.len());
-    let mut i = 0;
-    while i < field.len() {
-        let octal = field
-            .get(i + 1..i + 4)
-            .filter(|d| field[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match octal {
-            Some(d) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            None => {
-                out.push(field[i]);
-                i += 1;
-            }
-        }
-    }
-    out
-}
+use crate::sys;
 
 /// PID 1's command line, word by word.
 fn cmdline(proc_dir: BorrowedFd<'_>) -> std::io::Result<Vec<OsString>> {
@@ -139,13 +102,23 @@ fn covers(later: &[u8], earlier: &[u8]) -> bool {
         || (earlier.starts_with(later) && earlier.get(later.len()) == Some(&b'/'))
 }
 
-/// A watched mount.
+/// A watched destination.
 #[derive(Clone, Debug)]
 struct Watched {
-    id: u64,
     point: Vec<u8>,
     /// The bubblewrap option that made it, e.g. `--ro-bind /dev/null`.
-    made_by: Option<String>,
+    made_by: String,
+}
+
+/// Whether the mount at `point` still holds: the path is a mount root.
+/// `None`: it cannot be told (the stub may not search the path's folders).
+fn holds(point: &[u8]) -> Option<bool> {
+    let path = std::ffi::CString::new(point).ok()?;
+    match sys::is_mount_root(&path) {
+        Ok(root) => root,
+        Err(Errno::ENOENT | Errno::ENOTDIR) => Some(false),
+        Err(_) => None,
+    }
 }
 
 /// A protection that no longer holds.
@@ -237,7 +210,8 @@ impl Lost {
 /// What the guard watches, and how it knew.
 pub struct Guard {
     proc_dir: OwnedFd,
-    mountinfo: std::fs::File,
+    /// Polled for changes of the mount table (POLLPRI), never read.
+    mountinfo: OwnedFd,
     watched: Vec<Watched>,
     /// For `SRT_DEBUG`.
     pub summary: String,
@@ -260,6 +234,9 @@ impl Guard {
                 "PID 1 is not bubblewrap: nothing says which mounts protect anything".into(),
             );
         }
+        if !matches!(sys::is_mount_root(c"/"), Ok(Some(true))) {
+            return Err("the kernel does not tell mount roots (statx, Linux 5.8)".into());
+        }
         let fd = openat(
             proc_dir.as_fd(),
             "thread-self/mountinfo",
@@ -269,7 +246,7 @@ impl Guard {
         .map_err(|e| format!("/proc/thread-self/mountinfo: {}", e.desc()))?;
         Ok(Guard {
             proc_dir,
-            mountinfo: std::fs::File::from(fd),
+            mountinfo: fd,
             watched: Vec::new(),
             summary: String::new(),
         })
@@ -277,21 +254,6 @@ impl Guard {
 
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.mountinfo.as_fd()
-    }
-
-    fn read(&self) -> std::io::Result<Vec<Entry>> {
-        use std::os::unix::fs::FileExt;
-        let mut text = Vec::with_capacity(16 * 1024);
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match self.mountinfo.read_at(&mut buf, text.len() as u64) {
-                Ok(0) => break,
-                Ok(n) => text.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(parse_mountinfo(&text))
     }
 
     /// bubblewrap's arguments: PID 1's command line (its monitor, under
@@ -302,21 +264,14 @@ impl Guard {
         Ok(words.into_iter().skip(1).collect())
     }
 
-    /// Before the command starts: reads what bubblewrap was asked to mount
-    /// and the namespace's mounts, picks what to watch, and reports a
-    /// required destination that is not mounted. An unreadable mount table
-    /// is an error: nothing could be checked.
-    pub fn start(&mut self) -> std::io::Result<Result<(), Lost>> {
-        let entries = self.read()?;
-        Ok(self.pick(&entries))
-    }
-
-    fn pick(&mut self, entries: &[Entry]) -> Result<(), Lost> {
-        let mounts = self.bwrap_args().and_then(|args| {
+    /// Before the command starts: reads what bubblewrap was asked to mount,
+    /// picks what to watch, and reports a required destination that is
+    /// not mounted.
+    pub fn start(&mut self) -> Result<(), Lost> {
+        match self.bwrap_args().and_then(|args| {
             bwrap_args::walk(&args).map_err(|e| format!("bubblewrap's command line: {e}"))
-        });
-        match mounts {
-            Ok(walk) => self.watch_destinations(entries, &walk.mounts),
+        }) {
+            Ok(walk) => self.watch_destinations(&walk.mounts),
             Err(why) => {
                 self.summary =
                     format!("mount guard: off ({why}: nothing says which mounts protect anything)");
@@ -325,12 +280,12 @@ impl Guard {
         }
     }
 
-    fn watch_destinations(&mut self, entries: &[Entry], mounts: &[Mount]) -> Result<(), Lost> {
-        let (mut required, mut optional, mut adding) = (0, 0, 0);
+    fn watch_destinations(&mut self, mounts: &[Mount]) -> Result<(), Lost> {
+        let (mut required, mut optional, mut adding, mut unchecked) = (0, 0, 0, 0);
         let mut covered = Vec::new();
         let dests: Vec<Vec<u8>> = mounts.iter().map(|m| normalize(&m.dest)).collect();
         for (i, m) in mounts.iter().enumerate() {
-            let dest = dests[i].clone();
+            let dest = &dests[i];
             // A read-write bind grants; losing it takes access away.
             if !m.restricts {
                 adding += 1;
@@ -338,22 +293,10 @@ impl Guard {
             }
             // A later mount at this destination or above it covers this
             // one (srt binds its proxy socket before `--ro-bind / /`): it
-            // protects nothing any more, and the kernel may not even list
-            // it (no longer under the root).
-            if dests[i + 1..].iter().any(|later| covers(later, &dest)) {
-                covered.push(String::from_utf8_lossy(&dest).into_owned());
+            // protects nothing any more.
+            if dests[i + 1..].iter().any(|later| covers(later, dest)) {
+                covered.push(String::from_utf8_lossy(dest).into_owned());
                 continue;
-            }
-            let mut at: Vec<&Entry> = entries.iter().filter(|e| e.point == dest).collect();
-            if at.is_empty() {
-                // A destination through a symbolic link is mounted where
-                // the link leads.
-                if let Ok(real) =
-                    std::fs::canonicalize(Path::new(&OsString::from_vec(dest.clone())))
-                {
-                    let real = real.into_os_string().into_vec();
-                    at = entries.iter().filter(|e| e.point == real).collect();
-                }
             }
             let made_by = if m.source.is_empty() {
                 m.option.clone()
@@ -364,25 +307,28 @@ impl Guard {
                 optional += 1;
             } else {
                 required += 1;
-                if at.is_empty() {
-                    return Err(Lost::at(&dest, Some(made_by), true));
+            }
+            match holds(dest) {
+                Some(true) => {}
+                Some(false) if m.optional => continue,
+                Some(false) => return Err(Lost::at(dest, Some(made_by), true)),
+                None => {
+                    unchecked += 1;
+                    continue;
                 }
             }
-            for e in at {
-                if !self.watched.iter().any(|w| w.id == e.id) {
-                    self.watched.push(Watched {
-                        id: e.id,
-                        point: e.point.clone(),
-                        made_by: Some(made_by.clone()),
-                    });
-                }
+            if !self.watched.iter().any(|w| &w.point == dest) {
+                self.watched.push(Watched {
+                    point: dest.clone(),
+                    made_by,
+                });
             }
         }
         self.summary = format!(
-            "mount guard: {} mounts watched at the destinations of bubblewrap's restricting \
-             mounts; all {required} required ones mounted before the command ({optional} -try \
-             forms not required, {adding} read-write binds not watched, {} covered by a later \
-             mount{}{})",
+            "mount guard: {} destinations of bubblewrap's restricting mounts watched; all \
+             {required} required ones mounted before the command ({optional} -try forms not \
+             required, {adding} read-write binds not watched, {unchecked} not searchable, {} \
+             covered by a later mount{}{})",
             self.watched.len(),
             covered.len(),
             if covered.is_empty() {
@@ -395,14 +341,13 @@ impl Guard {
         Ok(())
     }
 
-    /// After a change: the first watched mount that is gone, if any. An
-    /// unreadable table is no evidence of a loss.
+    /// After a change of the mount table: the first watched destination
+    /// that is no mount root any more, if any.
     pub fn changed(&self) -> Option<Lost> {
-        let now = self.read().ok().filter(|e| !e.is_empty())?;
         self.watched
             .iter()
-            .find(|w| !now.iter().any(|e| e.id == w.id))
-            .map(|w| Lost::at(&w.point, w.made_by.clone(), false))
+            .find(|w| holds(&w.point) == Some(false))
+            .map(|w| Lost::at(&w.point, Some(w.made_by.clone()), false))
     }
 
     /// Whether anything is watched (else the stub need not poll).
@@ -414,35 +359,6 @@ impl Guard {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const SAMPLE: &[u8] = b"\
-22 1 0:20 / / ro,nosuid - tmpfs tmpfs rw\n\
-23 22 0:5 /null /w/.bashrc ro,nosuid shared:1 - devtmpfs udev rw\n\
-24 22 8:1 /home/a\\040b /w/a\\040b\\134c rw master:2 - ext4 /dev/sda1 rw\n\
-";
-
-    #[test]
-    fn mountinfo_ids_and_points_with_escapes() {
-        let e = parse_mountinfo(SAMPLE);
-        assert_eq!(
-            e,
-            [
-                Entry {
-                    id: 22,
-                    point: b"/".to_vec()
-                },
-                Entry {
-                    id: 23,
-                    point: b"/w/.bashrc".to_vec()
-                },
-                Entry {
-                    id: 24,
-                    point: b"/w/a b\\c".to_vec()
-                },
-            ]
-        );
-        assert!(parse_mountinfo(b"garbage\n\n").is_empty());
-    }
 
     #[test]
     fn destinations_are_named_as_the_kernel_names_mount_points() {

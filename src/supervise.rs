@@ -297,7 +297,7 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
     // namespace way it checks while init works, and the worker waits for
     // its go-ahead.
     if let (Way::CapabilityFree { .. }, Some(g)) = (plan.way, guard.as_mut()) {
-        if let Err(lost) = g.start().map_err(|e| Error::setup(Step::MountGuard, e))? {
+        if let Err(lost) = g.start() {
             return Ok(refused_before_start(lost, observer, observe_errors, &ours));
         }
     }
@@ -367,11 +367,10 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
     // the worker then reads the end of the pipe and exits unrun.
     if let (Some((_, write)), Some(g)) = (go, guard.as_mut()) {
         let verdict = match g.start() {
-            Ok(Ok(())) => sys::raw_write(write.as_raw_fd(), b"g")
+            Ok(()) => sys::raw_write(write.as_raw_fd(), b"g")
                 .map(|_| None)
                 .map_err(|e| Error::setup(Step::MountGuard, e)),
-            Ok(Err(lost)) => Ok(Some(lost)),
-            Err(e) => Err(Error::setup(Step::MountGuard, e)),
+            Err(lost) => Ok(Some(lost)),
         };
         // Unless it got its byte, the worker now reads the end of the pipe.
         drop(write);

@@ -974,6 +974,31 @@ pub fn read_remote_string(pid: libc::pid_t, addr: u64, buf: &mut [u8]) -> Option
     None
 }
 
+/// Whether `path` (followed through symbolic links, no automount) is the
+/// root of a mount: `statx` with `STATX_ATTR_MOUNT_ROOT`. `Ok(None)` when
+/// the kernel does not say (before Linux 5.8, or musl's emulation without
+/// statx).
+pub fn is_mount_root(path: &CStr) -> Result<Option<bool>, Errno> {
+    // SAFETY: a zeroed statx is a valid buffer for the kernel to fill.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated; `st` is a writable statx, alive for
+    // the call.
+    let ret = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_NO_AUTOMOUNT,
+            libc::STATX_BASIC_STATS,
+            &mut st,
+        )
+    };
+    if ret != 0 {
+        return Err(Errno::last());
+    }
+    let bit = libc::STATX_ATTR_MOUNT_ROOT as u64;
+    Ok((st.stx_attributes_mask & bit != 0).then_some(st.stx_attributes & bit != 0))
+}
+
 /// `PR_GET_DUMPABLE`: 0, 1 or 2 (`suid_dumpable`). nix reads it as a bool,
 /// which loses the difference between 1 and 2.
 pub fn get_dumpable() -> io::Result<i32> {
