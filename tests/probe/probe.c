@@ -351,6 +351,18 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "kill-foreign")) foreign_with(c, 'k');
     else if (!strcmp(c, "ptrace-foreign")) foreign_with(c, 'p');
     else if (!strncmp(c, "abstract-connect:", 17)) abstract_connect("abstract-connect", c + 17);
+    else if (!strncmp(c, "spin-write:", 11)) {
+      /* Retries creating the file in a tight loop until it works (a
+       * command racing the mount guard), then writes to it. */
+      printf("spinning\n");
+      fflush(stdout);
+      int fd;
+      while ((fd = open(c + 11, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        ;
+      (void)!write(fd, "pwned\n", 6);
+      close(fd);
+      printf("spin-write=landed\n");
+    }
     else if (!strcmp(c, "ptrace-init")) {
       /* PTRACE_SEIZE does not stop the tracee, so nothing hangs if it works. */
       long r = ptrace(PTRACE_SEIZE, 1, 0, 0);
