@@ -227,6 +227,28 @@ fn get<'a>(cases: &'a BTreeMap<String, Ran>, name: &str) -> &'a Ran {
         .unwrap_or_else(|| panic!("no case {name} came back: {:?}", cases.keys()))
 }
 
+/// The guest function for the mount guard's case: the sandbox (srt's
+/// options, a folder read-write, a placeholder `P`) runs a command that
+/// waits, then writes `P`; guest root deletes `P` once the command has
+/// started, as another sandbox's clean-up would.
+const GUARD_CASE: &str = r#"guard_case() {
+  d=/tmp/guard-$1; rm -rf $d; mkdir -p $d; chmod 777 $d
+  cmd="cd / && bwrap --new-session --die-with-parent --unshare-net --ro-bind / / --dev /dev --unshare-pid --unshare-user --cap-drop ALL --proc /proc $3 --bind $d $d --ro-bind /dev/null $d/P -- /opt/apply-seccomp /bin/sh -c 'echo ready; sleep 5; echo x > $d/P; echo wrote'"
+  su -s /bin/sh $2 -c "$cmd" > $d/o 2> $d/e & pid=$!
+  while [ ! -s $d/o ]; do sleep 0.1; done
+  rm -f $d/P
+  wait $pid; rc=$?
+  [ -e $d/P ] && echo "P on the host: $(cat $d/P)" >> $d/o
+  echo "@@case $1 $rc"; sed 's/^/o /' $d/o; sed 's/^/e /' $d/e; echo @@end
+}"#;
+
+fn add_guard_case(s: &mut Script, phase: &str) {
+    s.line(&format!(
+        "guard_case {phase}-Root-guard root '--cap-add CAP_SETFCAP'; \
+         guard_case {phase}-Nobody-guard nobody ''"
+    ));
+}
+
 /// The cases run without the profile and with it, for each guest user.
 fn add_helper_cases(s: &mut Script, phase: &str) {
     let filters = {
@@ -312,9 +334,12 @@ fn add_helper_cases(s: &mut Script, phase: &str) {
 #[test]
 fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
     let mut s = Script::new();
+    s.line(GUARD_CASE);
     add_helper_cases(&mut s, "off");
+    add_guard_case(&mut s, "off");
     s.line(&format!("run load-profile apparmor_parser -r {PROFILE}"));
     add_helper_cases(&mut s, "on");
+    add_guard_case(&mut s, "on");
     s.line(
         "run denials sh -c \"dmesg | grep 'apparmor=\\\"DENIED\\\" operation=\\\"capable\\\"' \
          | grep -c 'profile=\\\"unpriv_bwrap\\\"'\"",
@@ -370,6 +395,15 @@ fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
                 "entry: user namespace path"
             };
             assert!(filters.stderr.contains(way), "{}", ctx("filters"));
+            // The mount guard reads bubblewrap's destinations on both ways,
+            // with or without capabilities.
+            assert!(
+                filters
+                    .stderr
+                    .contains("destinations of bubblewrap's restricting mounts watched"),
+                "{}",
+                ctx("filters")
+            );
             let nested = case("nested");
             assert_eq!(nested.status, 0, "{}", ctx("nested"));
             let got = probe_results(&nested.stdout);
@@ -448,6 +482,19 @@ fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
             }
             // Exit statuses as on the other way: 128+N for a signal.
             assert_eq!(case("exit").status, 143, "{}", ctx("exit"));
+
+            // The mount guard stops the command when the placeholder goes,
+            // before its write.
+            let guard = case("guard");
+            assert_eq!(guard.status, 125, "{}", ctx("guard"));
+            assert!(!guard.stdout.contains("wrote"), "{}", ctx("guard"));
+            assert!(!guard.stdout.contains("P on the host"), "{}", ctx("guard"));
+            assert!(
+                guard.stderr.contains("is no longer mounted in the sandbox")
+                    && guard.stderr.contains("the command was stopped"),
+                "{}",
+                ctx("guard")
+            );
 
             // Asked for namespaces only: with the profile that is refused,
             // with the cause, and the way that works named.
