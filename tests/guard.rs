@@ -84,6 +84,25 @@ fn sandbox(user: User, dir: &Path, argv: &[String]) -> Command {
     )
 }
 
+type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
+/// Starts `argv` in the sandbox and waits for its first line, `first`.
+fn start_sandbox(user: User, dir: &Path, argv: &[String], first: &str) -> (Child, Lines) {
+    let mut child = sandbox(user, dir, argv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(
+        lines.next().map(Result::unwrap).as_deref(),
+        Some(first),
+        "{user:?}: {}",
+        read_all(child.stderr.take())
+    );
+    (child, lines)
+}
+
 /// Writes a line to a fifo if anyone reads it (never blocks).
 fn release(fifo: &Path) {
     use std::os::unix::fs::OpenOptionsExt;
@@ -148,17 +167,7 @@ fn a_protection_removed_on_the_host_stops_the_command_before_its_write() {
                 );
                 let helper = fixture().helper.to_string_lossy().into_owned();
                 let argv = [&[helper][..], &way.args(&["/bin/sh", "-c", &script])].concat();
-                let mut child = sandbox(user, &dir, &argv)
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-                assert_eq!(
-                    lines.next().map(Result::unwrap).as_deref(),
-                    Some("ready"),
-                    "{what}"
-                );
+                let (mut child, lines) = start_sandbox(user, &dir, &argv, "ready");
                 let path = match outside {
                     Outside::UnlinkPlaceholder => {
                         std::fs::remove_file(dir.join("P")).unwrap();
@@ -305,6 +314,39 @@ fn normal_runs_are_never_stopped() {
     }
 }
 
+/// Runs `exec` in the sandbox after a pause: the script there marks that
+/// it runs (so bwrap has made the placeholder on the host and mounted it)
+/// and waits on a fifo; the test deletes the placeholder meanwhile, then
+/// lets the script go on. Returns the status, stdout and stderr.
+fn delete_placeholder_then_exec(
+    user: User,
+    dir: &Path,
+    exec: &str,
+) -> (std::process::ExitStatus, String, String) {
+    let d = dir.display();
+    let script = format!(": > {d}/waiting; read x < {d}/start; exec {exec}");
+    let argv = vec!["/bin/sh".to_string(), "-c".into(), script];
+    let mut child = sandbox(user, dir, &argv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dir.join("waiting").exists() {
+        assert!(Instant::now() < deadline, "{user:?}: bwrap never got ready");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::remove_file(dir.join("P")).unwrap();
+    assert!(
+        release_when_read(&dir.join("start")),
+        "{user:?}: the script never read"
+    );
+    let status = child.wait().unwrap();
+    let out = read_all(child.stdout.take());
+    let err = read_all(child.stderr.take());
+    (status, out, err)
+}
+
 /// bubblewrap has set up the sandbox and runs a script that waits on a
 /// fifo before it execs the helper; the host deletes the placeholder
 /// meanwhile. The helper's check before the command finds it gone.
@@ -320,28 +362,8 @@ fn a_protection_removed_before_the_helper_starts_keeps_the_command_from_running(
             let d = dir.display();
             let helper = fixture().helper.display();
             let inner = way.args(&["/bin/sh", "-c", "echo ran"]).join(" ");
-            let script = format!(": > {d}/waiting; read x < {d}/start; exec {helper} {inner}");
-            let argv = vec!["/bin/sh".to_string(), "-c".into(), script];
-            let mut child = sandbox(user, &dir, &argv)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            // bwrap has made the placeholder on the host and the script
-            // runs: delete it, then let the script go on to the helper.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while !dir.join("waiting").exists() {
-                assert!(Instant::now() < deadline, "{what}: bwrap never got ready");
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            std::fs::remove_file(dir.join("P")).unwrap();
-            assert!(
-                release_when_read(&dir.join("start")),
-                "{what}: the script never read"
-            );
-            let status = child.wait().unwrap();
-            let out = read_all(child.stdout.take());
-            let err = read_all(child.stderr.take());
+            let (status, out, err) =
+                delete_placeholder_then_exec(user, &dir, &format!("{helper} {inner}"));
             let ctx = format!("{what}: {status:?}\n{out}\n{err}");
             assert_eq!(status.code(), Some(125), "{ctx}");
             assert!(!out.contains("ran"), "{ctx}");
@@ -375,32 +397,16 @@ fn the_command_waits_for_the_check_however_long_it_takes() {
     };
     for user in users() {
         let dir = folder(user, "slow");
-        let d = dir.display();
         let helper = fixture().helper.display();
         // The command is the static probe: no loader, so no pread64 of its
         // own for strace to hold.
-        let script = format!(
-            ": > {d}/waiting; read x < {d}/start; exec {s} -f -qq -o /dev/null -e trace=pread64 \
-             -e inject=pread64:delay_enter=300000 {helper} {p} ran",
+        let exec = format!(
+            "{s} -f -qq -o /dev/null -e trace=pread64 -e inject=pread64:delay_enter=300000 \
+             {helper} {p} ran",
             s = strace.display(),
             p = probe.display()
         );
-        let argv = vec!["/bin/sh".to_string(), "-c".into(), script];
-        let mut child = sandbox(user, &dir, &argv)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !dir.join("waiting").exists() {
-            assert!(Instant::now() < deadline, "{user:?}: bwrap never got ready");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        std::fs::remove_file(dir.join("P")).unwrap();
-        assert!(release_when_read(&dir.join("start")), "{user:?}");
-        let status = child.wait().unwrap();
-        let out = read_all(child.stdout.take());
-        let err = read_all(child.stderr.take());
+        let (status, out, err) = delete_placeholder_then_exec(user, &dir, &exec);
         let ctx = format!("{user:?}: {status:?}\n{out}\n{err}");
         assert_eq!(status.code(), Some(125), "{ctx}");
         assert!(!out.contains("ran"), "{ctx}");
@@ -643,23 +649,7 @@ fn through_the_shim_a_placeholder_deleted_before_the_start_is_caught() {
             "#!/bin/sh\necho EMBEDDED-HELPER-RAN\nexec \"$@\"\n",
         );
         let js = dir.join("multicall.mjs");
-        std::fs::write(
-            &js,
-            format!(
-                "import {{ SandboxManager }} from '{}';\n\
-                 import {{ spawn }} from 'node:child_process';\n\
-                 import {{ openSync }} from 'node:fs';\n\
-                 const [config, cmd, standin] = process.argv.slice(2);\n\
-                 await SandboxManager.initialize(JSON.parse(config));\n\
-                 const wrapped = await SandboxManager.wrapWithSandbox(cmd);\n\
-                 const child = spawn('/bin/sh', ['-c', wrapped], {{ stdio: ['ignore', 'inherit', 'inherit', openSync(standin, 'r')] }});\n\
-                 const code = await new Promise(done => child.on('exit', c => done(c ?? 128)));\n\
-                 await SandboxManager.reset();\n\
-                 process.exit(code);\n",
-                common::srt_index(package).display()
-            ),
-        )
-        .unwrap();
+        std::fs::write(&js, common::multicall_script(package)).unwrap();
         let config = format!(
             r#"{{"network": {{}}, "filesystem": {{"denyRead": [], "allowWrite": ["{d}"], "denyWrite": []}},
                 "seccomp": {{"applyPath": "/proc/self/fd/3", "argv0": "apply-seccomp"}}}}"#
@@ -668,7 +658,8 @@ fn through_the_shim_a_placeholder_deleted_before_the_start_is_caught() {
         cmd.arg(&js)
             .arg(config)
             .arg("echo COMMAND-RAN")
-            .arg(&standin);
+            .arg(&standin)
+            .arg(dir.join("wrapped.txt"));
         let child = {
             use std::os::unix::process::CommandExt;
             cmd.env_clear()
@@ -810,17 +801,7 @@ fn a_command_spinning_on_the_write_is_still_stopped() {
             probe.to_string_lossy().into_owned(),
             target,
         ];
-        let mut child = sandbox(user, &dir, &argv)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        assert_eq!(
-            lines.next().map(Result::unwrap).as_deref(),
-            Some("spinning"),
-            "trial {trial}"
-        );
+        let (mut child, _lines) = start_sandbox(user, &dir, &argv, "spinning");
         std::fs::remove_file(dir.join("P")).unwrap();
         let Some(status) = wait_for(&mut child, Duration::from_secs(10)) else {
             let _ = child.kill();

@@ -79,25 +79,7 @@ fn multicall(
         d = dir.display()
     );
     let js = dir.join("multicall.mjs");
-    std::fs::write(
-        &js,
-        format!(
-            "import {{ SandboxManager }} from '{}';\n\
-             import {{ spawn }} from 'node:child_process';\n\
-             import {{ openSync, writeFileSync }} from 'node:fs';\n\
-             const [config, cmd, standin, record] = process.argv.slice(2);\n\
-             await SandboxManager.initialize(JSON.parse(config));\n\
-             const wrapped = await SandboxManager.wrapWithSandbox(cmd);\n\
-             writeFileSync(record, wrapped);\n\
-             // As Claude Code: /bin/sh -c, with fd 3 open on the embedded helper.\n\
-             const child = spawn('/bin/sh', ['-c', wrapped], {{ stdio: ['ignore', 'inherit', 'inherit', openSync(standin, 'r')] }});\n\
-             const code = await new Promise(done => child.on('exit', c => done(c ?? 128)));\n\
-             await SandboxManager.reset();\n\
-             process.exit(code);\n",
-            common::srt_index(package).display()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&js, common::multicall_script(package)).unwrap();
     let record = dir.join("wrapped.txt");
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", shim_dir().display());
     let mut cmd = Command::new("node");

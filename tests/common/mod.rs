@@ -371,3 +371,27 @@ pub fn srt_package() -> Option<&'static Path> {
 pub fn srt_index(package: &Path) -> PathBuf {
     package.join("node_modules/@anthropic-ai/sandbox-runtime/dist/index.js")
 }
+
+/// A Node script that runs a command the way a multicall client does
+/// (Claude Code): the srt library builds the bubblewrap line
+/// (`wrapWithSandbox`), which runs with `/bin/sh -c` and fd 3 open on the
+/// embedded helper. Its arguments: the config (JSON), the command, the
+/// embedded helper (a stand-in), a file to record the wrapped line in.
+/// Exits with the command's status.
+pub fn multicall_script(package: &Path) -> String {
+    format!(
+        "import {{ SandboxManager }} from '{}';\n\
+         import {{ spawn }} from 'node:child_process';\n\
+         import {{ openSync, writeFileSync }} from 'node:fs';\n\
+         const [config, cmd, standin, record] = process.argv.slice(2);\n\
+         await SandboxManager.initialize(JSON.parse(config));\n\
+         const wrapped = await SandboxManager.wrapWithSandbox(cmd);\n\
+         writeFileSync(record, wrapped);\n\
+         // As Claude Code: /bin/sh -c, with fd 3 open on the embedded helper.\n\
+         const child = spawn('/bin/sh', ['-c', wrapped], {{ stdio: ['ignore', 'inherit', 'inherit', openSync(standin, 'r')] }});\n\
+         const code = await new Promise(done => child.on('exit', c => done(c ?? 128)));\n\
+         await SandboxManager.reset();\n\
+         process.exit(code);\n",
+        srt_index(package).display()
+    )
+}
