@@ -304,7 +304,7 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
     let go = match (plan.way, &guard) {
         (Way::Namespaces { .. }, Some(_)) => Some(
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                .map_err(|e| Error::setup(Step::ControlChannel, e))?,
+                .map_err(|e| Error::setup(Step::MountGuard, e))?,
         ),
         _ => None,
     };
