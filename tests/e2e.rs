@@ -18,13 +18,19 @@ fn check_probe(way: Way, place: Place, user: User, nested: bool, stacked: bool) 
         return;
     };
     let mut args = vec![probe.to_str().unwrap()];
-    args.extend(threats::filter_checks(stacked));
+    args.extend(threats::filter_checks(threats::HOST, stacked));
     let env = [("SRT_ALLOW_NESTED_USERNS", if nested { "1" } else { "0" })];
     let out = helper(place, user, &env, &way.args(&args));
     let what = format!("{way:?} {place:?} {user:?} nested={nested} stacked={stacked}");
     assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
     let got = probe_results(&stdout(&out));
-    let wrong = threats::filter_mismatches(&got, nested, privileged(way, place, user), stacked);
+    let wrong = threats::filter_mismatches(
+        threats::HOST,
+        &got,
+        nested,
+        privileged(way, place, user),
+        stacked,
+    );
     assert!(wrong.is_empty(), "{what}:\n{}", wrong.join("\n"));
 }
 

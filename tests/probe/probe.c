@@ -18,6 +18,7 @@
 #include <linux/seccomp.h>
 #include <stdlib.h>
 #include <sys/ptrace.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -101,6 +103,27 @@ static void raw(const char *name, long nr, long a, long b, long c, long d,
   result(name, r, errno);
 }
 
+/* Execs `path` in a forked child; reports how the child ended:
+ * signal:N, or exit:N. (A 32-bit ARM program under the filters of an
+ * aarch64 helper: its first system call is another architecture's.) */
+static void exec_child(const char *name, const char *path) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    execl(path, path, (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (WIFSIGNALED(st))
+    printf("%s=signal:%d\n", name, WTERMSIG(st));
+  else
+    printf("%s=exit:%d\n", name, WEXITSTATUS(st));
+}
+
+#if defined(__x86_64__)
 /* Runs `fn` in a forked child; reports how the child ended. */
 static void in_child(const char *name, long (*fn)(void)) {
   fflush(stdout);
@@ -121,7 +144,6 @@ static void in_child(const char *name, long (*fn)(void)) {
     printf("%s=signal:%d\n", name, WTERMSIG(st));
 }
 
-#if defined(__x86_64__)
 static long x32_getpid(void) { return syscall(0x40000000L | SYS_getpid); }
 static long x32_socket(void) { return syscall(0x40000000L | 41, AF_INET, SOCK_STREAM, 0); }
 static long i386_call(long nr, long a, long b, long c) {
@@ -257,6 +279,40 @@ static int bench(int rounds, int argc, char **argv) {
   return 0;
 }
 
+/* observe-collect SOCK CMD...: listens on the Unix socket SOCK, runs CMD
+ * with SRT_OBSERVE_SOCK=SOCK, and prints what it sends, a line "obs: ..."
+ * each, after CMD's own output; exits with CMD's status. (The guests of
+ * vm/run have no socket tool.) */
+static int observe_collect(const char *path, char **cmd) {
+  int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  strncpy(sun.sun_path, path, sizeof sun.sun_path - 1);
+  unlink(path);
+  if (l < 0 || bind(l, (struct sockaddr *)&sun, sizeof sun) || listen(l, 1) || chmod(path, 0777))
+    return perror("observe-collect: listen"), 125;
+  setenv("SRT_OBSERVE_SOCK", path, 1);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execvp(cmd[0], cmd);
+    _exit(127);
+  }
+  /* At most 30 s for the helper to connect (it does first of all). */
+  struct pollfd pfd = {.fd = l, .events = POLLIN};
+  int c = poll(&pfd, 1, 30000) == 1 ? accept4(l, NULL, NULL, SOCK_CLOEXEC) : -1;
+  static char buf[65536];
+  size_t len = 0;
+  ssize_t n;
+  while (c >= 0 && len < sizeof buf - 1 && (n = read(c, buf + len, sizeof buf - 1 - len)) > 0)
+    len += (size_t)n;
+  int st = 0;
+  waitpid(pid, &st, 0);
+  buf[len] = 0;
+  for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+    printf("obs: %s\n", line);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* Wrapper modes, before the checks; each ends in an exec of the rest:
  *   with-abstract ADDR CMD...  listen on the abstract address ADDR (fd 4,
  *                              inherited) and leave an unbound AF_UNIX
@@ -293,6 +349,8 @@ static int wrapper(int argc, char **argv) {
     execvp(argv[2], argv + 2);
     return perror("deny-unshare: exec"), 127;
   }
+  if (argc > 3 && !strcmp(argv[1], "observe-collect"))
+    return observe_collect(argv[2], argv + 3);
   if (argc > 3 && !strcmp(argv[1], "bench"))
     return bench(atoi(argv[2]), argc - 3, argv + 3);
   return -1;
@@ -351,6 +409,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "kill-foreign")) foreign_with(c, 'k');
     else if (!strcmp(c, "ptrace-foreign")) foreign_with(c, 'p');
     else if (!strncmp(c, "abstract-connect:", 17)) abstract_connect("abstract-connect", c + 17);
+    else if (!strncmp(c, "exec-child:", 11)) exec_child("exec-child", c + 11);
     else if (!strncmp(c, "spin-write:", 11)) {
       /* Retries creating the file in a tight loop until it works (a
        * command racing the mount guard), then writes to it. */
