@@ -729,18 +729,35 @@ fn aarch64_files() -> Result<Vec<(PathBuf, &'static str)>, String> {
         .clone()
 }
 
-/// A guest function for the lifecycle case: the helper runs a command
-/// with a background process, the oldest helper process (the outer stub)
-/// gets SIGKILL, and nothing of the command may be left.
-const SIGKILL_CASE: &str = r#"sigkill_case() {
+/// Guest functions for the lifecycle cases (Debian's busybox has no
+/// pgrep): the oldest process named apply-seccomp is the outer stub.
+/// `sigkill_case`: the command has a background process, the stub gets
+/// SIGKILL, and nothing of the command may be left. `term_case`: the stub
+/// gets SIGTERM, which must reach the command's trap (exit 71).
+const SIGKILL_CASE: &str = r#"stub_pid() {
+  for p in $(pidof apply-seccomp); do echo $p; done | sort -n | head -n 1
+}
+sigkill_case() {
   name=$1; who=$2; shift 2
   o=/tmp/sigkill-$name; rm -f $o
-  su -s /bin/sh $who -c "cd / && $* /bin/sh -c 'sleep 9999 & echo ready; sleep 9998'" > $o 2>&1 &
-  while [ ! -s $o ]; do sleep 0.1; done
-  kill -9 $(pgrep -o -f /opt/apply-seccomp)
+  timeout 60 su -s /bin/sh $who -c "cd / && $* /bin/sh -c 'sleep 9999 & echo ready; sleep 9998'" > $o 2>&1 &
+  n=0; while [ ! -s $o ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done
+  stub=$(stub_pid)
+  [ -n "$stub" ] && kill -9 $stub
   sleep 1
-  left=$(pgrep -f 'sleep 999[89]' | tr '\n' ' ')
-  echo "@@case $name 0"; echo "o left=${left:-none}"; echo @@end
+  left=$(ps -o args | grep -c '^sleep 999[89]')
+  echo "@@case $name 0"; echo "o stub=${stub:-none} left=$left"; echo @@end
+}
+term_case() {
+  name=$1; who=$2; shift 2
+  o=/tmp/term-$name; rm -f $o
+  timeout 60 su -s /bin/sh $who -c "cd / && $* /bin/sh -c 'trap \"exit 71\" TERM; echo ready; while :; do sleep 0.1; done'" > $o 2>&1 &
+  pid=$!
+  n=0; while [ ! -s $o ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done
+  stub=$(stub_pid)
+  [ -n "$stub" ] && kill -TERM $stub
+  wait $pid; rc=$?
+  echo "@@case $name $rc"; sed 's/^/o /' $o; echo "o stub=${stub:-none}"; echo @@end
 }"#;
 
 /// The aarch64 suite, on the kernel the race was reported on: Debian 12's
@@ -836,24 +853,29 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             };
             let user = if who == Guest::Root { "root" } else { "nobody" };
             s.line(&format!("sigkill_case {tag}-sigkill {user} {prefix}"));
+            s.line(&format!("term_case {tag}-forwarded {user} {prefix}"));
         }
     }
+    // The race tester directly (both joins) and under bubblewrap (the
+    // futex join, a runtime's).
+    let races = [("direct", "futex"), ("direct", "spin"), ("bwrap", "futex")];
     for who in GUESTS {
-        for join in ["futex", "spin"] {
-            s.case(
-                &format!("race-{who:?}-{join}"),
-                who,
-                &[],
-                &[
-                    HELPER.to_string(),
-                    "--race-test".into(),
-                    "--iterations".into(),
-                    "300".into(),
-                    "--join".into(),
-                    join.into(),
-                    "--json".into(),
-                ],
-            );
+        for (place, join) in races {
+            let argv = [
+                HELPER,
+                "--race-test",
+                "--iterations",
+                "300",
+                "--join",
+                join,
+                "--json",
+            ];
+            let argv = if place == "bwrap" {
+                bwrap(who, &argv)
+            } else {
+                argv.iter().map(|a| a.to_string()).collect()
+            };
+            s.case(&format!("race-{place}-{who:?}-{join}"), who, &[], &argv);
         }
     }
     s.line("run kernel uname -rm");
@@ -940,25 +962,32 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                 ctx("observe")
             );
 
-            assert_eq!(
-                case("sigkill").stdout.trim(),
-                "left=none",
+            // The stub was found and killed, and nothing of the command
+            // is left.
+            let killed = case("sigkill").stdout.trim().to_string();
+            assert!(
+                killed.starts_with("stub=") && !killed.starts_with("stub=none"),
                 "{}",
                 ctx("sigkill")
             );
+            assert!(killed.ends_with(" left=0"), "{}", ctx("sigkill"));
+            // SIGTERM to the helper's stub reaches the command, whose trap
+            // exits 71.
+            assert!(
+                !case("forwarded").stdout.contains("stub=none"),
+                "{}",
+                ctx("forwarded")
+            );
+            assert_eq!(case("forwarded").status, 71, "{}", ctx("forwarded"));
         }
     }
     for who in GUESTS {
-        for join in ["futex", "spin"] {
-            let race = get(&cases, &format!("race-{who:?}-{join}"));
-            assert_eq!(
-                race.status,
-                0,
-                "{kernel} race {who:?} {join}: {}",
-                race.all()
-            );
+        for (place, join) in races {
+            let race = get(&cases, &format!("race-{place}-{who:?}-{join}"));
+            let what = format!("{kernel} race {place} {who:?} {join}");
+            assert_eq!(race.status, 0, "{what}: {}", race.all());
             for line in race.stdout.lines().filter(|l| l.starts_with('{')) {
-                eprintln!("aarch64 race tester, {who:?}, {join} join: {line}");
+                eprintln!("aarch64 race tester, {place}, {who:?}, {join} join: {line}");
             }
             // The seed's race, reproduced where it was reported: a naive
             // entry after a futex join fails with EINVAL (300 of 300 here).
@@ -974,7 +1003,7 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                     .and_then(|r| r.split(',').next())
                     .and_then(|n| n.parse().ok())
                     .unwrap_or(0);
-                assert!(einval > 0, "{kernel}: the naive entry never raced: {naive}");
+                assert!(einval > 0, "{what}: the naive entry never raced: {naive}");
             }
         }
     }
