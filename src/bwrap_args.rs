@@ -82,10 +82,22 @@ pub struct Walk {
     pub options_end: usize,
     /// The index of the command's first word.
     pub command_at: usize,
-    /// The mounts, in order.
+    /// The mounts, in order (those of `--args` files included).
     pub mounts: Vec<Mount>,
     /// `--setenv ARGV0 apply-seccomp` (the older multicall hook) was given.
     pub setenv_argv0: bool,
+    /// The `--args FD` files read: where on the line, and their words.
+    pub args_files: Vec<ArgsFile>,
+}
+
+/// An `--args FD` file's words, and where it stood on the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgsFile {
+    /// The index of `--args` on the line.
+    pub at: usize,
+    /// The fd, as given.
+    pub fd: OsString,
+    pub words: Vec<OsString>,
 }
 
 /// Why a command line could not be walked.
@@ -95,8 +107,9 @@ pub enum Unwalked {
     NoCommand,
     /// An option this table does not know (a newer bubblewrap's, or a typo).
     Unknown(String),
-    /// `--args FD`: more options come from a file the line does not show.
-    Args,
+    /// `--args FD`: more options come from a file that was not read (why),
+    /// or that holds more than options.
+    Args(String),
     /// An option's values run past the end.
     MissingValue,
 }
@@ -106,18 +119,30 @@ impl std::fmt::Display for Unwalked {
         match self {
             Unwalked::NoCommand => write!(f, "no command"),
             Unwalked::Unknown(o) => write!(f, "unknown option {o}"),
-            Unwalked::Args => write!(f, "options come from --args"),
+            Unwalked::Args(why) => write!(f, "options come from --args, {why}"),
             Unwalked::MissingValue => write!(f, "an option lacks its value"),
         }
     }
 }
 
+/// Reads an `--args FD` file's words (the fd as given), or says why not.
+pub type ReadArgs<'a> = dyn FnMut(&OsString) -> Result<Vec<OsString>, String> + 'a;
+
 /// Walks bubblewrap's arguments (without `argv[0]`) with the options'
-/// arities, up to `--` or the first word that is not an option.
+/// arities, up to `--` or the first word that is not an option; an
+/// `--args FD` is not followed (see [`walk_reading`]).
 pub fn walk(args: &[OsString]) -> Result<Walk, Unwalked> {
-    let mut i = 0;
+    walk_reading(args, &mut |_| Err("not read".into()))
+}
+
+/// [`walk`], reading `--args FD` files with `read`: their words must all
+/// be options (the command stays on the line), walked as if they stood
+/// where `--args FD` does.
+pub fn walk_reading(args: &[OsString], read: &mut ReadArgs<'_>) -> Result<Walk, Unwalked> {
     let mut mounts = Vec::new();
     let mut setenv_argv0 = false;
+    let mut args_files = Vec::new();
+    let mut i = 0;
     loop {
         let Some(arg) = args.get(i) else {
             return Err(Unwalked::NoCommand);
@@ -133,20 +158,67 @@ pub fn walk(args: &[OsString]) -> Result<Walk, Unwalked> {
                 command_at,
                 mounts,
                 setenv_argv0,
+                args_files,
             });
         }
-        let Some(n) = arity(a) else {
-            return Err(Unwalked::Unknown(arg.to_string_lossy().into_owned()));
-        };
         if a == b"--args" {
-            return Err(Unwalked::Args);
+            let fd = args.get(i + 1).ok_or(Unwalked::MissingValue)?;
+            let words = read(fd).map_err(Unwalked::Args)?;
+            options_only(&words, &mut mounts, &mut setenv_argv0)?;
+            args_files.push(ArgsFile {
+                at: i,
+                fd: fd.clone(),
+                words,
+            });
+            i += 2;
+            continue;
         }
-        let values = args.get(i + 1..i + 1 + n).ok_or(Unwalked::MissingValue)?;
+        i += 1 + option(&args[i..], &mut mounts, &mut setenv_argv0)?;
+    }
+}
+
+/// Walks the words of an `--args` file, which must all be options.
+fn options_only(
+    words: &[OsString],
+    mounts: &mut Vec<Mount>,
+    setenv_argv0: &mut bool,
+) -> Result<(), Unwalked> {
+    let mut i = 0;
+    while i < words.len() {
+        let a = words[i].as_bytes();
+        if a == b"--args" {
+            return Err(Unwalked::Args("whose file names another --args".into()));
+        }
+        if a == b"--" || !a.starts_with(b"--") {
+            return Err(Unwalked::Args(
+                "whose file holds more than options (a command)".into(),
+            ));
+        }
+        i += 1 + option(&words[i..], mounts, setenv_argv0)?;
+    }
+    Ok(())
+}
+
+/// The option at `words[0]`: notes what it asks for, returns how many
+/// values it took.
+fn option(
+    words: &[OsString],
+    mounts: &mut Vec<Mount>,
+    setenv_argv0: &mut bool,
+) -> Result<usize, Unwalked> {
+    let arg = &words[0];
+    let a = arg.as_bytes();
+    let Some(n) = arity(a) else {
+        return Err(Unwalked::Unknown(arg.to_string_lossy().into_owned()));
+    };
+    {
+        let values = words.get(1..1 + n).ok_or(Unwalked::MissingValue)?;
+
         if a == b"--setenv"
             && values[0].as_bytes() == b"ARGV0"
             && values[1].as_bytes() == b"apply-seccomp"
         {
-            setenv_argv0 = true;
+            *setenv_argv0 = true;
         }
         if let Some((optional, restricts)) = makes_mount(a) {
             mounts.push(Mount {
@@ -161,8 +233,8 @@ pub fn walk(args: &[OsString]) -> Result<Walk, Unwalked> {
                 optional,
             });
         }
-        i += 1 + n;
     }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -249,9 +321,47 @@ mod tests {
         );
         assert_eq!(
             walk(&args(&["--args", "9", "--", "x"])),
-            Err(Unwalked::Args)
+            Err(Unwalked::Args("not read".into()))
         );
         assert_eq!(walk(&args(&["--bind", "/a"])), Err(Unwalked::MissingValue));
+    }
+
+    #[test]
+    fn an_args_file_is_walked_where_it_stands() {
+        let mut read = |fd: &OsString| -> Result<Vec<OsString>, String> {
+            assert_eq!(fd, "9");
+            Ok(args(&[
+                "--ro-bind",
+                "/dev/null",
+                "/w/.bashrc",
+                "--setenv",
+                "A",
+                "b",
+            ]))
+        };
+        let line = args(&[
+            "--unshare-pid",
+            "--args",
+            "9",
+            "--proc",
+            "/proc",
+            "--",
+            "sh",
+        ]);
+        let w = walk_reading(&line, &mut read).unwrap();
+        assert_eq!((w.options_end, w.command_at), (5, 6));
+        let dests: Vec<&[u8]> = w.mounts.iter().map(|m| &m.dest[..]).collect();
+        assert_eq!(dests, [&b"/w/.bashrc"[..], b"/proc"]);
+        assert_eq!(w.args_files.len(), 1);
+        assert_eq!(w.args_files[0].at, 1);
+        // A file holding a command, or another --args, is not walked.
+        for words in [&["--proc", "/proc", "--", "sh"][..], &["--args", "8"][..]] {
+            let mut read = |_: &OsString| Ok(args(words));
+            assert!(matches!(
+                walk_reading(&line, &mut read),
+                Err(Unwalked::Args(_))
+            ));
+        }
     }
 
     #[test]

@@ -18,11 +18,13 @@ pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY
 
 /// Variables removed from the environment before anything is forked, so the
 /// command never sees them.
-pub const SCRUBBED: [&str; 4] = [
+pub const SCRUBBED: [&str; 5] = [
     "SRT_ALLOW_NESTED_USERNS",
     "SRT_OBSERVE_SOCK",
     "SRT_ENCODED_CMD",
     "SRT_HELPER_FEATURES",
+    // The bwrap shim's list of bubblewraps already run (shim.rs).
+    "APPLY_SECCOMP_SHIM_VISITED",
 ];
 
 /// Words printed for `SRT_HELPER_FEATURES=1`, one a line.

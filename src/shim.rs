@@ -14,7 +14,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::bwrap_args::{self, Unwalked};
+use crate::bwrap_args::{self, ReadArgs, Unwalked};
+use crate::sys;
 
 /// The prefix the client writes before its shell (after any
 /// `SRT_ALLOW_NESTED_USERNS=...`, which stays).
@@ -30,6 +31,8 @@ pub struct Rewrite {
     pub replaced: usize,
     /// Why it passed through, or what it did: for `SRT_DEBUG`.
     pub note: String,
+    /// The `--args` files read (for the log).
+    pub args_files: Vec<bwrap_args::ArgsFile>,
 }
 
 fn unchanged(args: &[OsString], note: impl Into<String>) -> Rewrite {
@@ -37,6 +40,7 @@ fn unchanged(args: &[OsString], note: impl Into<String>) -> Rewrite {
         args: args.to_vec(),
         replaced: 0,
         note: note.into(),
+        args_files: Vec::new(),
     }
 }
 
@@ -66,19 +70,32 @@ fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> (Vec<u8>, usize) {
 }
 
 /// Rewrites bubblewrap's arguments (without `argv[0]`) to run `ours` in place
-/// of the embedded helper. Pure: unit-tested on the client's command lines.
-pub fn rewrite(args: &[OsString], ours: &Path) -> Rewrite {
+/// of the embedded helper; `--args FD` files are read with `read` (their
+/// words must all be options: the command stays on the line). Pure but for
+/// `read`: unit-tested on the client's command lines.
+pub fn rewrite(args: &[OsString], ours: &Path, read: &mut ReadArgs<'_>) -> Rewrite {
     let ours_bytes = ours.as_os_str().as_bytes();
     // Where the options end: the `--` (or the first word that is not an
     // option), found by walking the options with their arities.
-    let walked = match bwrap_args::walk(args) {
+    let walked = match bwrap_args::walk_reading(args, read) {
         Ok(w) => w,
         Err(Unwalked::NoCommand) => return unchanged(args, "no command: nothing to rewrite"),
-        Err(Unwalked::Args) => {
-            return unchanged(args, "arguments come from --args: not rewritten");
+        Err(why @ Unwalked::Args(_)) => {
+            return unchanged(args, format!("{why}: not rewritten"));
         }
         Err(why) => return unchanged(args, why.to_string()),
     };
+    let read_files = walked
+        .args_files
+        .iter()
+        .map(|f| {
+            format!(
+                "--args {} read ({} words)",
+                f.fd.to_string_lossy(),
+                f.words.len()
+            )
+        })
+        .collect::<Vec<_>>();
     let (command_at, options_end) = (walked.command_at, walked.options_end);
     let setenv_argv0 = walked.setenv_argv0;
     let mut out: Vec<OsString> = args[..options_end].to_vec();
@@ -97,7 +114,10 @@ pub fn rewrite(args: &[OsString], ours: &Path) -> Rewrite {
         command.push(OsString::from_vec(text));
     }
     if replaced == 0 {
-        return unchanged(args, "no embedded helper in the command: passed through");
+        return Rewrite {
+            args_files: walked.args_files,
+            ..unchanged(args, "no embedded helper in the command: passed through")
+        };
     }
     if !safe_unquoted(ours_bytes) {
         return unchanged(
@@ -116,9 +136,13 @@ pub fn rewrite(args: &[OsString], ours: &Path) -> Rewrite {
     Rewrite {
         args: out,
         replaced,
+        args_files: walked.args_files,
         note: format!(
-            "replaced {replaced} occurrence(s) of the embedded helper with {} (--ro-bind added)",
-            ours.display()
+            "replaced {replaced} occurrence(s) of the embedded helper with {} (--ro-bind \
+             added){}{}",
+            ours.display(),
+            if read_files.is_empty() { "" } else { "; " },
+            read_files.join(", ")
         ),
     }
 }
@@ -138,13 +162,43 @@ fn executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
 }
 
-/// The real bubblewrap: `APPLY_SECCOMP_BWRAP`, else the first `bwrap` on
-/// PATH that is not this binary, else `/usr/bin/bwrap`; never this binary.
+/// The variable the shim sets for what it runs: the bubblewraps (or
+/// wrappers) this chain of execs has already run, as `dev:ino` of the
+/// file, comma-separated. bubblewrap is told to drop it (`--unsetenv`),
+/// and the helper scrubs it too: the sandbox never sees it.
+pub const VISITED: &str = "APPLY_SECCOMP_SHIM_VISITED";
+/// Most passes through the shim in one chain of execs.
+pub const MAX_HOPS: usize = 6;
+
+/// How many times this chain of execs has passed through the shim: the
+/// `--unsetenv APPLY_SECCOMP_SHIM_VISITED` pairs at the head of the
+/// arguments, one per pass. Arguments survive a wrapper that clears the
+/// environment, where the list of those visited does not.
+pub fn hops(args: &[OsString]) -> usize {
+    args.chunks(2)
+        .take_while(|pair| pair.len() == 2 && pair[0] == "--unsetenv" && pair[1] == VISITED)
+        .count()
+}
+
+/// The `dev:ino` of the file at `p` (followed through links).
+pub fn identity(p: &Path) -> Option<String> {
+    std::fs::metadata(p)
+        .ok()
+        .map(|m| format!("{}:{}", m.dev(), m.ino()))
+}
+
+/// The real bubblewrap: `APPLY_SECCOMP_BWRAP`; else the first `bwrap` on
+/// PATH in a folder after the one the shim was found in (by the folder's
+/// identity, not its spelling), skipping this binary; else
+/// `/usr/bin/bwrap`. Never this binary, and never one in `visited` (this
+/// chain of execs ran it already, and it led back here: a wrapper).
 pub fn find_real_bwrap(
     ours: &Path,
     configured: Option<&OsStr>,
     path: Option<&OsStr>,
+    visited: &[String],
 ) -> Result<PathBuf, String> {
+    let seen = |p: &Path| identity(p).is_some_and(|id| visited.contains(&id));
     if let Some(c) = configured {
         let c = PathBuf::from(c);
         if is_ours(&c, ours) {
@@ -159,18 +213,175 @@ pub fn find_real_bwrap(
                 c.display()
             ));
         }
+        if seen(&c) {
+            return Err(format!(
+                "a loop: APPLY_SECCOMP_BWRAP={} ran this shim again; it must name the real \
+                 bubblewrap",
+                c.display()
+            ));
+        }
         return Ok(c);
     }
     let dirs = path
         .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
         .unwrap_or_default();
-    dirs.into_iter()
+    // The folder the shim was found in: the first whose bwrap is this
+    // binary (a caller searching PATH found that one).
+    let found_in = dirs.iter().position(|d| is_ours(&d.join("bwrap"), ours));
+    let own_dir = found_in.and_then(|i| identity(&dirs[i]));
+    let after = found_in.map_or(0, |i| i + 1);
+    let mut passed = Vec::new();
+    for candidate in dirs[after.min(dirs.len())..]
+        .iter()
+        .filter(|d| own_dir.is_none() || identity(d) != own_dir)
         .map(|d| d.join("bwrap"))
         .chain([PathBuf::from("/usr/bin/bwrap")])
-        .find(|c| executable(c) && !is_ours(c, ours))
-        .ok_or_else(|| {
-            "no real bubblewrap found on PATH or at /usr/bin/bwrap (set APPLY_SECCOMP_BWRAP)".into()
-        })
+    {
+        if !executable(&candidate) || is_ours(&candidate, ours) {
+            continue;
+        }
+        if seen(&candidate) {
+            passed.push(candidate.display().to_string());
+            continue;
+        }
+        return Ok(candidate);
+    }
+    if passed.is_empty() {
+        Err(
+            "no real bubblewrap found on PATH after this shim's folder or at /usr/bin/bwrap \
+             (set APPLY_SECCOMP_BWRAP)"
+                .into(),
+        )
+    } else {
+        Err(format!(
+            "a loop: this chain of execs already ran {} and came back here; no bubblewrap is \
+             left that it has not passed through (a wrapper on PATH runs the first bwrap it \
+             finds?). Set APPLY_SECCOMP_BWRAP to the real bubblewrap",
+            passed.join(", ")
+        ))
+    }
+}
+
+/// The words of the `--args` file on `fd` (bubblewrap's format: each word
+/// NUL-terminated), read without moving its offset; or why not.
+pub fn read_args_fd(fd: &OsString) -> Result<Vec<OsString>, String> {
+    let n: i32 = fd
+        .to_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("fd {} is not a number", fd.to_string_lossy()))?;
+    let mut text = sys::read_rest_of_file(n)?;
+    if text.last() == Some(&0) {
+        text.pop();
+    }
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(text
+        .split(|&b| b == 0)
+        .map(|w| OsString::from_vec(w.to_vec()))
+        .collect())
+}
+
+/// A word as the shell reads it back: bare when safe, else single-quoted.
+fn quote(word: &[u8]) -> Vec<u8> {
+    if !word.is_empty()
+        && word
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"_./:=@+,%-".contains(b))
+    {
+        return word.to_vec();
+    }
+    let mut out = vec![b'\''];
+    for &b in word {
+        if b == b'\'' {
+            out.extend_from_slice(b"'\\''");
+        } else {
+            out.push(b);
+        }
+    }
+    out.push(b'\'');
+    out
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for `t` (UTC).
+fn utc(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (Gregorian, proleptic).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// `args` with each `--args FD` in `files` replaced by that file's words:
+/// the same options, all on the line (where bubblewrap's PID 1 command
+/// line shows them to the mount guard, and a log can replay them).
+pub fn inline_args(args: &[OsString], files: &[bwrap_args::ArgsFile]) -> Vec<OsString> {
+    let mut out =
+        Vec::with_capacity(args.len() + files.iter().map(|f| f.words.len()).sum::<usize>());
+    let mut i = 0;
+    while i < args.len() {
+        match files.iter().find(|f| f.at == i) {
+            Some(f) => {
+                out.extend(f.words.iter().cloned());
+                i += 2;
+            }
+            None => {
+                out.push(args[i].clone());
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// One record of `APPLY_SECCOMP_LOG`: comment lines saying when, what the
+/// shim did and which bubblewrap it ran, then the command line it
+/// received as one shell line, `--args` files inlined in place of their
+/// `--args FD`, so it can be replayed. One write appends it.
+pub fn log_record(
+    now: std::time::SystemTime,
+    pid: u32,
+    args: &[OsString],
+    files: &[bwrap_args::ArgsFile],
+    note: &str,
+    ran: &Path,
+) -> Vec<u8> {
+    let mut out = format!(
+        "# {} pid {pid}: apply-seccomp bwrap shim: {note}; ran {}\n",
+        utc(now),
+        ran.display()
+    );
+    for f in files {
+        out += &format!(
+            "# --args {} inlined: its {} words stand in its place, after word {}\n",
+            f.fd.to_string_lossy(),
+            f.words.len(),
+            f.at
+        );
+    }
+    let mut out = out.into_bytes();
+    out.extend_from_slice(b"bwrap");
+    for w in inline_args(args, files) {
+        out.push(b' ');
+        out.extend(quote(w.as_bytes()));
+    }
+    out.push(b'\n');
+    out
 }
 
 #[cfg(test)]
@@ -182,6 +393,60 @@ mod tests {
     }
 
     const OURS: &str = "/home/u/.cargo/bin/apply-seccomp";
+
+    /// `rewrite` where no `--args` file can be read.
+    fn rw(a: &[OsString], ours: &Path) -> Rewrite {
+        rewrite(a, ours, &mut |_| Err("not readable here".into()))
+    }
+
+    #[test]
+    fn an_args_profile_is_read_and_the_line_rewritten() {
+        let s = format!("{PREFIX}x");
+        let a = args(&["--unshare-pid", "--args", "9", "--", "sh", "-c", &s]);
+        let mut read = |_: &OsString| Ok(args(&["--ro-bind", "/dev/null", "/w/.bashrc"]));
+        let r = rewrite(&a, Path::new(OURS), &mut read);
+        assert_eq!(r.replaced, 1);
+        assert!(r.note.contains("--args 9 read (3 words)"), "{}", r.note);
+        assert_eq!(r.args[..3], args(&["--unshare-pid", "--args", "9"])[..]);
+        assert_eq!(r.args_files.len(), 1);
+        // A pipe (or anything unreadable) passes the line through, saying why.
+        let r = rw(&a, Path::new(OURS));
+        assert_eq!((r.args.clone(), r.replaced), (a.clone(), 0));
+        assert!(
+            r.note
+                .contains("options come from --args, not readable here"),
+            "{}",
+            r.note
+        );
+    }
+
+    #[test]
+    fn passes_are_counted_in_the_arguments() {
+        let marker = ["--unsetenv", VISITED];
+        assert_eq!(hops(&args(&["--version"])), 0);
+        assert_eq!(hops(&args(&[&marker[..], &["--version"]].concat())), 1);
+        let twice = [&marker[..], &marker[..], &["--unsetenv", "X"]].concat();
+        assert_eq!(hops(&args(&twice)), 2);
+    }
+
+    #[test]
+    fn a_log_record_replays_the_call() {
+        let a = args(&["--args", "9", "--", "sh", "-c", "echo 'hi there'"]);
+        let files = [bwrap_args::ArgsFile {
+            at: 0,
+            fd: "9".into(),
+            words: args(&["--ro-bind", "/a b", "/c"]),
+        }];
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_103_000);
+        let r = log_record(t, 42, &a, &files, "did it", Path::new("/usr/bin/bwrap"));
+        let want = concat!(
+            "# 2026-12-01T05:30:00Z pid 42: apply-seccomp bwrap shim: did it; ran /usr/bin/bwrap\n",
+            "# --args 9 inlined: its 3 words stand in its place, after word 0\n",
+            r#"bwrap --ro-bind '/a b' /c -- sh -c 'echo '\''hi there'\'''"#,
+            "\n"
+        );
+        assert_eq!(String::from_utf8(r).unwrap(), want);
+    }
 
     #[test]
     fn the_multicall_prefix_is_replaced_and_the_binary_bound() {
@@ -199,7 +464,7 @@ mod tests {
             "-c",
             script,
         ]);
-        let r = rewrite(&a, Path::new(OURS));
+        let r = rw(&a, Path::new(OURS));
         assert_eq!(r.replaced, 1);
         let want_script =
             format!("socat ... & SRT_ALLOW_NESTED_USERNS=0 {OURS} /usr/bin/bash -c 'echo hi'");
@@ -227,7 +492,7 @@ mod tests {
     #[test]
     fn every_occurrence_is_replaced() {
         let s = format!("{PREFIX}a; {PREFIX}b");
-        let r = rewrite(
+        let r = rw(
             &args(&["--unshare-pid", "--", "sh", "-c", &s]),
             Path::new(OURS),
         );
@@ -251,7 +516,7 @@ mod tests {
             "-c",
             "x",
         ]);
-        let r = rewrite(&a, Path::new(OURS));
+        let r = rw(&a, Path::new(OURS));
         assert_eq!(r.replaced, 1);
         assert_eq!(
             r.args,
@@ -272,12 +537,12 @@ mod tests {
         );
         // Without the ARGV0 setting, /proc/self/fd/3 is not the hook.
         let a = args(&["--unshare-pid", "--", FD3, "x"]);
-        assert_eq!(rewrite(&a, Path::new(OURS)).args, a);
+        assert_eq!(rw(&a, Path::new(OURS)).args, a);
     }
 
     #[test]
     fn a_command_without_dashdash_is_found() {
-        let r = rewrite(
+        let r = rw(
             &args(&["--unshare-pid", "sh", "-c", PREFIX]),
             Path::new(OURS),
         );
@@ -299,7 +564,7 @@ mod tests {
             args(&["--bind", "/a", "--", "sh", "-c", &s][..3]),
             args(&[]),
         ] {
-            let r = rewrite(&a, Path::new(OURS));
+            let r = rw(&a, Path::new(OURS));
             assert_eq!((r.args, r.replaced), (a.clone(), 0), "{a:?}");
         }
     }
@@ -315,7 +580,7 @@ mod tests {
             "/tmp/a\"b",
             "rel;x",
         ] {
-            let r = rewrite(&a, Path::new(bad));
+            let r = rw(&a, Path::new(bad));
             assert_eq!((r.args.clone(), r.replaced), (a.clone(), 0), "{bad}");
             assert!(r.note.contains("quoting"), "{}", r.note);
         }

@@ -999,6 +999,74 @@ pub fn is_mount_root(path: &CStr) -> Result<Option<bool>, Errno> {
     Ok((st.stx_attributes_mask & bit != 0).then_some(st.stx_attributes & bit != 0))
 }
 
+/// The rest of the regular file open on `fd` (a number named by the
+/// caller, not owned here), from its current offset to its end, read with
+/// `pread` so the offset does not move: what whoever reads it next (here,
+/// bubblewrap's `--args FD`) will read. A pipe, socket or anything else
+/// but a regular file (memfd and O_TMPFILE files are regular) is refused
+/// with what it is: reading it would take its content from its reader.
+pub fn read_rest_of_file(fd: RawFd) -> Result<Vec<u8>, String> {
+    // SAFETY: a zeroed stat is a valid buffer for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat reads no memory of ours and writes one stat; a bad fd
+    // is EBADF.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(format!("fd {fd}: {}", Errno::last().desc()));
+    }
+    let kind = st.st_mode & libc::S_IFMT;
+    if kind != libc::S_IFREG {
+        let what = match kind {
+            libc::S_IFIFO => "a pipe",
+            libc::S_IFSOCK => "a socket",
+            libc::S_IFCHR => "a character device",
+            libc::S_IFDIR => "a folder",
+            _ => "not a regular file",
+        };
+        return Err(format!(
+            "fd {fd} is {what}: reading it would take its content from bubblewrap"
+        ));
+    }
+    // SAFETY: lseek with SEEK_CUR and offset 0 only reports the offset.
+    let start = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+    if start < 0 {
+        return Err(format!("fd {fd}: {}", Errno::last().desc()));
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let at = start + out.len() as libc::off_t;
+        // SAFETY: pread writes at most `buf.len()` bytes into `buf`.
+        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), at) };
+        match n {
+            0 => return Ok(out),
+            n if n > 0 => out.extend_from_slice(&buf[..n as usize]),
+            _ if Errno::last() == Errno::EINTR => {}
+            _ => return Err(format!("fd {fd}: {}", Errno::last().desc())),
+        }
+    }
+}
+
+/// Sets or clears `FD_CLOEXEC` on `fd` (one the caller does not own: the
+/// shim's `--args` fds, inherited from the client).
+pub fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {
+    // SAFETY: F_GETFD takes no argument and touches no memory of ours.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFD) }.into())? as libc::c_int;
+    let flags = if on {
+        flags | libc::FD_CLOEXEC
+    } else {
+        flags & !libc::FD_CLOEXEC
+    };
+    // SAFETY: F_SETFD takes an int by value and touches no memory of ours.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags) }.into()).map(|_| ())
+}
+
+/// Sets a variable in the environment.
+pub fn set_env(name: &str, value: &OsStr) {
+    // SAFETY: the process is single-threaded (see `fork`), so nothing reads
+    // the environment concurrently; the shim sets it just before its exec.
+    unsafe { std::env::set_var(name, value) };
+}
+
 /// `PR_GET_DUMPABLE`: 0, 1 or 2 (`suid_dumpable`). nix reads it as a bool,
 /// which loses the difference between 1 and 2.
 pub fn get_dumpable() -> io::Result<i32> {

@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -52,48 +53,72 @@ fn work(uid: Option<u32>) -> PathBuf {
     dir
 }
 
-/// Runs `script` the way a multicall client does; returns the output, the
-/// wrapped command line, and whether the stand-in ran.
-fn multicall(
-    uid: Option<u32>,
+/// What the client is configured with, beyond the defaults.
+#[derive(Default)]
+struct Client {
     network: bool,
     nested: bool,
+    /// Files in `denyWrite`.
+    deny_write: Vec<PathBuf>,
+    /// `APPLY_SECCOMP_LOG`.
+    log: Option<PathBuf>,
+}
+
+/// Runs `script` the way a multicall client does, in `dir` (from [`work`])
+/// as `uid`; returns the output, the wrapped command line, and whether the
+/// stand-in ran.
+fn multicall(
+    uid: Option<u32>,
+    dir: &Path,
+    client: &Client,
     script: &str,
 ) -> (Output, String, bool) {
     let package = common::srt_package().expect("checked by the caller");
-    let dir = work(uid);
     let ran = dir.join("stand-in-ran");
     let standin = fixture().script(
         &format!("stand-in-{}", dir.file_name().unwrap().to_string_lossy()),
         &format!("#!/bin/sh\necho ran > {}\nexec \"$@\"\n", ran.display()),
     );
+    let deny = client
+        .deny_write
+        .iter()
+        .map(|p| format!("\"{}\"", p.display()))
+        .collect::<Vec<_>>()
+        .join(",");
     let config = format!(
-        r#"{{"network": {net}, "filesystem": {{"denyRead": [], "allowWrite": ["{d}"], "denyWrite": []}},
+        r#"{{"network": {net}, "filesystem": {{"denyRead": [], "allowWrite": ["{d}"], "denyWrite": [{deny}]}},
             "allowNestedUserNamespaces": {nested},
             "seccomp": {{"applyPath": "/proc/self/fd/3", "argv0": "apply-seccomp"}}}}"#,
-        net = if network {
+        net = if client.network {
             r#"{"allowedDomains": [], "deniedDomains": []}"#
         } else {
             "{}"
         },
+        nested = client.nested,
         d = dir.display()
     );
+    // In a file: a long one passes the limit of one argument.
+    let config_file = dir.join("config.json");
+    std::fs::write(&config_file, config).unwrap();
     let js = dir.join("multicall.mjs");
     std::fs::write(&js, common::multicall_script(package)).unwrap();
     let record = dir.join("wrapped.txt");
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", shim_dir().display());
     let mut cmd = Command::new("node");
     cmd.arg(&js)
-        .arg(config)
+        .arg(format!("@{}", config_file.display()))
         .arg(script)
         .arg(&standin)
         .arg(&record)
         .env_clear()
         .env("PATH", path)
-        .env("HOME", &dir)
+        .env("HOME", dir)
         .env("SRT_DEBUG", "1")
-        .current_dir(&dir)
+        .current_dir(dir)
         .stdin(Stdio::null());
+    if let Some(log) = &client.log {
+        cmd.env("APPLY_SECCOMP_LOG", log);
+    }
     if let Some(u) = uid {
         cmd.uid(u).gid(u);
     }
@@ -118,7 +143,12 @@ fn multicall_command_lines_run_our_helper_instead_of_the_embedded_one() {
         for network in [true, false] {
             for nested in [false, true] {
                 let what = format!("uid {uid:?}, network {network}, nested {nested}");
-                let (out, wrapped, stand_in_ran) = multicall(uid, network, nested, &script);
+                let client = Client {
+                    network,
+                    nested,
+                    ..Client::default()
+                };
+                let (out, wrapped, stand_in_ran) = multicall(uid, &work(uid), &client, &script);
                 let (text, err) = (stdout(&out), stderr(&out));
                 assert!(
                     wrapped.starts_with("bwrap ")
@@ -205,25 +235,7 @@ fn the_older_hook_form_is_rewritten_too() {
     if real_bwrap().is_none() {
         return;
     }
-    let args = [
-        "--setenv",
-        "ARGV0",
-        "apply-seccomp",
-        "--ro-bind",
-        "/",
-        "/",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--unshare-pid",
-        "--",
-        "/proc/self/fd/3",
-        "/bin/sh",
-        "-c",
-        "grep Seccomp_filters /proc/self/status",
-    ];
-    let out = through_shim(&args, &[("SRT_DEBUG", "1")]);
+    let out = through_shim(&HOOKED, &[("SRT_DEBUG", "1")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         status_field(&stdout(&out), "Seccomp_filters"),
@@ -278,4 +290,467 @@ fn explicit_option_form_works() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).starts_with("bubblewrap "), "{}", stdout(&out));
+}
+
+/// The hook form a test can run without a client: the older one, with
+/// `/proc/self/fd/3` after `--`, which the shim rewrites to the helper.
+/// The command shows the filters and whether the shim's list leaked.
+const HOOKED: [&str; 16] = [
+    "--setenv",
+    "ARGV0",
+    "apply-seccomp",
+    "--ro-bind",
+    "/",
+    "/",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--unshare-pid",
+    "--",
+    "/proc/self/fd/3",
+    "/bin/sh",
+    "-c",
+    "grep Seccomp_filters /proc/self/status; echo leaked=$(env | grep -c APPLY_SECCOMP_SHIM)",
+];
+
+/// A `bwrap` wrapper script in a folder of its own that logs each run to
+/// `count` and then runs a bwrap as `how` says: `naive` (the first `bwrap`
+/// on PATH that is not itself), `next` (the first after its own folder),
+/// `clearing` (as naive, with a cleared environment).
+fn wrapper(how: &str, count: &Path) -> PathBuf {
+    let dir = fixture().dir.join(format!("wrapper-{how}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let find = match how {
+        "next" => {
+            "here=$(cd \"$(dirname \"$0\")\" && pwd -P); seen=\n\
+             for d in $PATH; do\n\
+               if [ -z \"$seen\" ]; then [ \"$(cd \"$d\" 2>/dev/null && pwd -P)\" = \"$here\" ] && seen=1; continue; fi\n\
+               [ -x \"$d/bwrap\" ] && exec \"$d/bwrap\" \"$@\"\n\
+             done\n\
+             exec /usr/bin/bwrap \"$@\"\n"
+        }
+        _ => {
+            "self=$(readlink -f \"$0\")\n\
+             for d in $PATH; do\n\
+               c=\"$d/bwrap\"; [ -x \"$c\" ] || continue\n\
+               [ \"$(readlink -f \"$c\")\" = \"$self\" ] && continue\n\
+               EXEC \"$c\" \"$@\"\n\
+             done\n\
+             exit 127\n"
+        }
+    };
+    let exec = if how == "clearing" {
+        "exec env -i PATH=\"$PATH\""
+    } else {
+        "exec"
+    };
+    let text = format!(
+        "#!/bin/sh\necho \"$0\" >> {}\nIFS=:\n{}",
+        count.display(),
+        find.replace("EXEC", exec)
+    );
+    let src = dir.join("bwrap.src");
+    std::fs::write(&src, text).unwrap();
+    common::install(&src, &dir.join("bwrap"), 0o755);
+    dir
+}
+
+/// Other `bwrap` wrappers on PATH, before the shim and after it: every
+/// combination runs the command under this helper, or stops with the loop
+/// message, within a bounded number of execs; none hangs.
+#[test]
+fn wrappers_on_path_never_make_a_loop() {
+    let Some(real) = real_bwrap() else { return };
+    let real_dir = real.parent().unwrap().display().to_string();
+    for how in ["naive", "next", "clearing"] {
+        for shim_first in [false, true] {
+            let what = format!(
+                "{how} wrapper {}",
+                if shim_first {
+                    "after the shim"
+                } else {
+                    "before the shim"
+                }
+            );
+            let count = fixture().dir.join(format!("count-{how}-{shim_first}"));
+            let _ = std::fs::remove_file(&count);
+            let w = wrapper(how, &count);
+            let (first, second) = if shim_first {
+                (shim_dir(), w)
+            } else {
+                (w, shim_dir())
+            };
+            let path = format!("{}:{}:{real_dir}:/bin", first.display(), second.display());
+            let mut child = Command::new("bwrap")
+                .args(HOOKED)
+                .env_clear()
+                .env("PATH", &path)
+                .env("SRT_DEBUG", "1")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while child.try_wait().unwrap().is_none() {
+                if std::time::Instant::now() > deadline {
+                    let _ = child.kill();
+                    panic!("{what}: still running after 20 s: a loop");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let out = child.wait_with_output().unwrap();
+            let (text, err) = (stdout(&out), stderr(&out));
+            let runs = std::fs::read_to_string(&count)
+                .unwrap_or_default()
+                .lines()
+                .count();
+            let ctx = format!(
+                "{what}: {:?}, {runs} wrapper runs\n{text}\n{err}",
+                out.status
+            );
+            eprintln!("{what}: exit {:?}, {runs} wrapper runs", out.status.code());
+            assert!(runs <= 6, "{ctx}");
+            if how == "clearing" && shim_first {
+                // The wrapper drops the shim's list every time: the count in
+                // the arguments ends it.
+                assert_eq!(out.status.code(), Some(125), "{ctx}");
+                assert!(err.contains("apply-seccomp: bwrap shim: a loop: "), "{ctx}");
+            } else {
+                assert_eq!(out.status.code(), Some(0), "{ctx}");
+                assert_eq!(status_field(&text, "Seccomp_filters"), Some("2"), "{ctx}");
+                assert!(text.contains("leaked=0"), "{ctx}");
+                if how != "clearing" {
+                    // A clearing wrapper before the shim also drops SRT_DEBUG;
+                    // the filters and fd 3 (never opened here) prove the
+                    // rewrite there.
+                    assert!(err.contains("replaced 1 occurrence(s)"), "{ctx}");
+                }
+            }
+        }
+    }
+}
+
+/// A profile too long for the command line: the client (srt 0.0.83, in
+/// multicall mode) moves the mount options into an unnamed file that
+/// bubblewrap reads through `--args 9`. The shim reads it without taking
+/// it from bubblewrap and still puts this helper in place.
+#[test]
+fn a_profile_passed_through_args_is_rewritten_too() {
+    if real_bwrap().is_none() || common::srt_package().is_none() {
+        return;
+    }
+    for uid in users() {
+        profile_through_args(uid);
+    }
+}
+
+fn profile_through_args(uid: Option<u32>) {
+    let dir = work(uid);
+    // 1500 existing files the configuration denies writing, with long
+    // names: each is bound onto itself, about 400 KB of options.
+    let mut deny_write = Vec::new();
+    for i in 0..1500 {
+        let p = dir.join(format!("denied-{i:04}-{}", "x".repeat(100)));
+        std::fs::write(&p, "").unwrap();
+        deny_write.push(p);
+    }
+    let log = dir.join("shim.log");
+    let client = Client {
+        deny_write,
+        log: Some(log.clone()),
+        ..Client::default()
+    };
+    let script = "grep Seccomp_filters /proc/self/status; ls /proc/self/fd | tr '\\n' ' '";
+    let (out, wrapped, ran) = multicall(uid, &dir, &client, script);
+    let (text, err) = (stdout(&out), stderr(&out));
+    let ctx = format!(
+        "uid {uid:?}: {:?}\n{text}\n{}",
+        out.status,
+        err.lines()
+            .filter(|l| l.starts_with("apply-seccomp"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        wrapped.contains("--args 9"),
+        "not the --args form: {}",
+        &wrapped[..wrapped.len().min(300)]
+    );
+    assert_eq!(out.status.code(), Some(0), "{ctx}");
+    assert!(!ran, "the embedded helper ran: {ctx}");
+    assert_eq!(status_field(&text, "Seccomp_filters"), Some("2"), "{ctx}");
+    assert!(err.contains("replaced 1 occurrence(s)"), "{ctx}");
+    assert!(err.contains("--args 9 read ("), "{ctx}");
+    // The words went on bubblewrap's line: the mount guard read them all
+    // (1500 denied files, bound read-only), and fd 9 went with the exec.
+    assert!(
+        err.contains("mount guard: 15") && err.contains(" restricting mounts watched; all 15"),
+        "{ctx}"
+    );
+    let fds = text.lines().last().unwrap_or_default();
+    assert!(
+        !fds.split(' ').any(|f| f == "9"),
+        "fd 9 in the sandbox: {fds}"
+    );
+    // The log has the file's words in place of `--args 9`, marked; the
+    // line, too long for `sh -c`, replays through the shell's input.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    // srt asks `bwrap --version` first: the call of interest is the last.
+    let lines: Vec<&str> = logged.lines().collect();
+    let n = lines.len();
+    assert!(n >= 3, "{logged}");
+    let lines = &lines[n - 3..];
+    assert!(lines[0].contains("--args 9 read ("), "{}", lines[0]);
+    assert!(
+        lines[1].starts_with("# --args 9 inlined: its "),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        !lines[2].contains(" --args "),
+        "--args left in the logged line"
+    );
+    // The client's own temporary empty directory went with the client; a
+    // replay needs it again (the README says so).
+    let mut made = Vec::new();
+    for word in lines[2].split(' ') {
+        if let Some(rest) = word.strip_prefix("/tmp/claude-empty-") {
+            let d = PathBuf::from(format!("/tmp/claude-empty-{rest}"));
+            if std::fs::create_dir(&d).is_ok() {
+                if let Some(u) = uid {
+                    std::os::unix::fs::chown(&d, Some(u), Some(u)).unwrap();
+                }
+                made.push(d);
+            }
+        }
+    }
+    let mut replay = Command::new("/bin/sh");
+    if let Some(u) = uid {
+        replay.uid(u).gid(u);
+    }
+    let mut replay = replay
+        .env_clear()
+        .env(
+            "PATH",
+            format!("{}:/usr/local/bin:/usr/bin:/bin", shim_dir().display()),
+        )
+        .env("SRT_DEBUG", "1")
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    replay
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines[2].as_bytes())
+        .unwrap();
+    let again = replay.wait_with_output().unwrap();
+    for d in made {
+        let _ = std::fs::remove_dir(d);
+    }
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(status_field(&stdout(&again), "Seccomp_filters"), Some("2"));
+    assert!(stderr(&again).contains("replaced 1 occurrence(s)"));
+}
+
+/// `--args 9` as bubblewrap reads it, through the shim: a file read from
+/// its current offset (the shim must read the same words, and leave the
+/// offset where it was), a pipe (not read: that would take the words from
+/// bubblewrap), a file holding the command too (passed through), and words
+/// too many to go on bubblewrap's line (kept as `--args`). Each case runs
+/// the real bubblewrap on fd 9; the pipe's and the command's run the
+/// embedded helper, as the client asked.
+#[test]
+fn args_files_the_shim_reads_and_those_it_leaves() {
+    if real_bwrap().is_none() {
+        return;
+    }
+    let dir = work(None);
+    let standin = fixture().script(
+        "stand-in-embedded",
+        "#!/bin/sh\necho embedded-ran\nexec \"$@\"\n",
+    );
+    // HOOKED's options, its command with the filters alone.
+    let options: Vec<String> = HOOKED[..11].iter().map(|w| w.to_string()).collect();
+    let command: Vec<String> = HOOKED[12..15]
+        .iter()
+        .chain(&["grep Seccomp_filters /proc/self/status"])
+        .map(|w| w.to_string())
+        .collect();
+    // 100 optional read-only binds of missing 1.6 KB paths: 330 KB of words.
+    let mut many = options.clone();
+    for i in 0..100 {
+        let p = format!(
+            "/nonexistent-{i}/{}",
+            format!("{}/", "a".repeat(200)).repeat(8)
+        );
+        many.extend(["--ro-bind-try".to_string(), p.clone(), p]);
+    }
+    let with_command: Vec<String> = options
+        .iter()
+        .chain(["--".to_string()].iter())
+        .chain(command.iter())
+        .cloned()
+        .collect();
+    let on_line: Vec<String> = ["--args", "9", "--"]
+        .map(String::from)
+        .into_iter()
+        .chain(command.iter().cloned())
+        .collect();
+    let open_file = "exec 9<\"$1\" 3<\"$2\"; shift 2; exec bwrap \"$@\"";
+    // (name, bytes before the words, words, driver script, line, outcome,
+    // note): 'R' rewritten, 'E' the embedded helper ran, 'U' bubblewrap's
+    // own usage error, as without the shim.
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a [String],
+        &'a str,
+        &'a [String],
+        char,
+        &'a str,
+    );
+    let cases: [Case; 4] = [
+        (
+            "a file read from its offset",
+            "junk\0",
+            &options,
+            "exec 9<\"$1\" 3<\"$2\"; shift 2; dd bs=5 count=1 of=/dev/null <&9 2>/dev/null; exec bwrap \"$@\"",
+            &on_line,
+            'R',
+            "--args 9 read (11 words)",
+        ),
+        (
+            "a pipe",
+            "",
+            &options,
+            "exec 3<\"$2\"; f=$1; shift 2; cat \"$f\" | { exec 9<&0 </dev/null; exec bwrap \"$@\"; }",
+            &on_line,
+            'E',
+            "fd 9 is a pipe: reading it would take its content from bubblewrap: not rewritten",
+        ),
+        (
+            "a file holding the command",
+            "",
+            &with_command,
+            open_file,
+            &["--args".to_string(), "9".to_string()],
+            'U',
+            "whose file holds more than options (a command): not rewritten",
+        ),
+        (
+            "words too many for bubblewrap's line",
+            "",
+            &many,
+            &format!("ulimit -s 256; {open_file}"),
+            &on_line,
+            'R',
+            "do not fit on bubblewrap's line (E2BIG): --args kept",
+        ),
+    ];
+    for (what, before, words, driver, line, outcome, note) in cases {
+        let file = dir.join("args");
+        let mut bytes = before.as_bytes().to_vec();
+        for w in words {
+            bytes.extend_from_slice(w.as_bytes());
+            bytes.push(0);
+        }
+        std::fs::write(&file, &bytes).unwrap();
+        let out = Command::new("/bin/sh")
+            .args(["-c", driver, "driver"])
+            .arg(&file)
+            .arg(&standin)
+            .args(line)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", shim_dir().display()))
+            .env("SRT_DEBUG", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let (text, err) = (stdout(&out), stderr(&out));
+        let ctx = format!("{what}: {:?}\n{text}\n{err}", out.status);
+        assert!(err.contains(note), "{ctx}");
+        match outcome {
+            'R' => {
+                assert_eq!(out.status.code(), Some(0), "{ctx}");
+                assert!(err.contains("replaced 1 occurrence(s)"), "{ctx}");
+                assert!(!text.contains("embedded-ran"), "{ctx}");
+                assert_eq!(status_field(&text, "Seccomp_filters"), Some("2"), "{ctx}");
+            }
+            'E' => {
+                assert_eq!(out.status.code(), Some(0), "{ctx}");
+                assert!(text.contains("embedded-ran"), "{ctx}");
+                assert_eq!(status_field(&text, "Seccomp_filters"), Some("0"), "{ctx}");
+            }
+            _ => {
+                assert_eq!(out.status.code(), Some(1), "{ctx}");
+                assert!(err.contains("usage: "), "{ctx}");
+            }
+        }
+    }
+}
+
+/// `APPLY_SECCOMP_LOG`: one record per call, whole however many shims
+/// write at once, replayable with `sh -c`; a log that cannot be written
+/// never stops the call.
+#[test]
+fn the_log_records_each_call_and_replays_it() {
+    if real_bwrap().is_none() {
+        return;
+    }
+    let log = fixture().dir.join("shim.log");
+    let _ = std::fs::remove_file(&log);
+    let log_s = log.to_string_lossy().into_owned();
+    let first = through_shim(&HOOKED, &[("APPLY_SECCOMP_LOG", &log_s)]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // Twenty at once.
+    std::thread::scope(|s| {
+        for _ in 0..20 {
+            s.spawn(|| through_shim(&["--version"], &[("APPLY_SECCOMP_LOG", &log_s)]));
+        }
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // Whole records: a comment line, then the command line, 21 times.
+    assert_eq!(lines.len(), 42, "{text}");
+    for pair in lines.chunks(2) {
+        assert!(
+            pair[0].starts_with("# ") && pair[0].contains(" apply-seccomp bwrap shim: "),
+            "{text}"
+        );
+        assert!(pair[1].starts_with("bwrap "), "{text}");
+    }
+    assert!(
+        lines[0].contains("replaced 1 occurrence(s)"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains("; ran "), "{}", lines[0]);
+    // The first record, replayed through the shim, does the same again.
+    let replay = Command::new("/bin/sh")
+        .args(["-c", lines[1]])
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", shim_dir().display()))
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    assert_eq!(stdout(&replay), stdout(&first));
+    // A log that cannot be written: the call goes on, and says so.
+    let out = through_shim(
+        &["--version"],
+        &[
+            ("APPLY_SECCOMP_LOG", "/nonexistent/dir/log"),
+            ("SRT_DEBUG", "1"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bwrap shim: APPLY_SECCOMP_LOG=/nonexistent/dir/log: No such file or directory; not logged"),
+        "{}",
+        stderr(&out)
+    );
 }

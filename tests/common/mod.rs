@@ -382,9 +382,11 @@ pub fn multicall_script(package: &Path) -> String {
     format!(
         "import {{ SandboxManager }} from '{}';\n\
          import {{ spawn }} from 'node:child_process';\n\
-         import {{ openSync, writeFileSync }} from 'node:fs';\n\
+         import {{ openSync, readFileSync, writeFileSync }} from 'node:fs';\n\
          const [config, cmd, standin, record] = process.argv.slice(2);\n\
-         await SandboxManager.initialize(JSON.parse(config));\n\
+         // `@FILE`: the configuration is in FILE (too long for one argument).\n\
+         const text = config.startsWith('@') ? readFileSync(config.slice(1), 'utf8') : config;\n\
+         await SandboxManager.initialize(JSON.parse(text));\n\
          const wrapped = await SandboxManager.wrapWithSandbox(cmd);\n\
          writeFileSync(record, wrapped);\n\
          // As Claude Code: /bin/sh -c, with fd 3 open on the embedded helper.\n\
