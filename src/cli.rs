@@ -27,7 +27,7 @@ pub const SCRUBBED: [&str; 5] = [
     "APPLY_SECCOMP_SHIM_VISITED",
 ];
 
-/// Words printed for `SRT_HELPER_FEATURES=1`, one a line.
+/// Words printed for `SRT_HELPER_FEATURES=1` with no arguments, one a line.
 pub const FEATURES: [&str; 6] = [
     // max_user_namespaces set to 0 in the namespace the helper made.
     "userns-limit",
@@ -125,7 +125,7 @@ pub struct Observe {
 pub enum Action {
     Help,
     Version,
-    /// `SRT_HELPER_FEATURES=1`: print the feature words, run nothing.
+    /// `SRT_HELPER_FEATURES=1` and no arguments: print the feature words.
     Features,
     Run(RunConfig),
     /// `--race-test ...`: the race regression tester.
@@ -140,8 +140,11 @@ fn is(value: &Option<OsString>, expected: &str) -> bool {
 
 /// `args` excludes `argv[0]`.
 pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
-    // As upstream: exactly "1" asks for the feature list, whatever follows.
-    if is(&env.helper_features, "1") {
+    // Exactly "1" with no arguments asks for the feature list. With a
+    // command it is a user's variable passed through (srt 0.0.83 does not
+    // clear it): the command runs, since a helper given a command must
+    // never report success without running it.
+    if is(&env.helper_features, "1") && args.is_empty() {
         return Ok(Action::Features);
     }
     // `--help`, `--version`, `--bwrap-shim` and `--race-test` come alone
@@ -317,11 +320,16 @@ mod tests {
             helper_features: Some(v.into()),
             ..Env::default()
         };
-        assert_eq!(
-            parse(&args(&["true"]), &env("1")).unwrap(),
-            Action::Features
-        );
         assert_eq!(parse(&args(&[]), &env("1")).unwrap(), Action::Features);
+        // With a command, the command runs.
+        assert!(matches!(
+            parse(&args(&["true"]), &env("1")).unwrap(),
+            Action::Run(_)
+        ));
+        assert!(matches!(
+            parse(&args(&["--", "true"]), &env("1")).unwrap(),
+            Action::Run(_)
+        ));
         for other in ["0", "", "yes", "1 "] {
             assert!(matches!(
                 parse(&args(&["true"]), &env(other)).unwrap(),

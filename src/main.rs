@@ -101,7 +101,7 @@ fn help() -> String {
          Environment:\n  \
            SRT_ALLOW_NESTED_USERNS=1  leave out the namespaces filter and limit\n  \
            SRT_DEBUG=<non-empty>      diagnostics on stderr\n  \
-           SRT_HELPER_FEATURES=1      print supported features and run nothing\n\n\
+           SRT_HELPER_FEATURES=1      with no arguments: print supported features\n\n\
          Exit status: the command's own; 125 helper failure; 126 command not\n\
          executable; 127 command not found.\n",
         usage = cli::USAGE

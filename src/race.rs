@@ -336,8 +336,22 @@ fn cpu_set(cfg: &Config) -> Result<Option<CpuSet>, Error> {
     let Some((_, cpus)) = &cfg.cpu else {
         return Ok(None);
     };
+    // Only CPUs this process may run on: pinning to any other fails in
+    // every child, which would read as failures of the helper.
+    let allowed = nix::sched::sched_getaffinity(Pid::from_raw(0))
+        .map_err(|e| cannot("sched_getaffinity", e))?;
+    let allowed_list: Vec<String> = (0..CpuSet::count())
+        .filter(|&c| allowed.is_set(c).unwrap_or(false))
+        .map(|c| c.to_string())
+        .collect();
     let mut set = CpuSet::new();
     for &c in cpus {
+        if !allowed.is_set(c).unwrap_or(false) {
+            return Err(Error::Usage(format!(
+                "--cpu {c}: not a CPU this process may run on (it may run on {})",
+                allowed_list.join(",")
+            )));
+        }
         set.set(c)
             .map_err(|e| Error::Usage(format!("--cpu {c}: {e}")))?;
     }

@@ -256,9 +256,9 @@ pub fn raw_mount(
     .map(drop)
 }
 
-/// `openat(AT_FDCWD, path, O_WRONLY|O_CLOEXEC)`: an existing file, for
-/// writing.
-pub fn raw_open_write(path: &CStr) -> Result<RawFd, Errno> {
+/// `openat(AT_FDCWD, path, flags|O_CLOEXEC)`: an existing file (no
+/// `O_CREAT`).
+pub fn raw_open(path: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
     // SAFETY: a NUL-terminated path; no mode is read without O_CREAT.
     raw_result(unsafe {
         syscall6(
@@ -266,7 +266,7 @@ pub fn raw_open_write(path: &CStr) -> Result<RawFd, Errno> {
             [
                 libc::AT_FDCWD as usize,
                 path.as_ptr() as usize,
-                (libc::O_WRONLY | libc::O_CLOEXEC) as usize,
+                ((flags & !libc::O_CREAT) | libc::O_CLOEXEC) as usize,
                 0,
                 0,
                 0,
@@ -278,7 +278,7 @@ pub fn raw_open_write(path: &CStr) -> Result<RawFd, Errno> {
 
 /// Writes `bytes` to the existing file `path` (openat, write, close).
 pub fn write_file(path: &CStr, bytes: &[u8]) -> Result<(), Errno> {
-    let fd = raw_open_write(path)?;
+    let fd = raw_open(path, libc::O_WRONLY)?;
     let written = raw_write(fd, bytes);
     raw_close(fd);
     match written? {
@@ -673,14 +673,32 @@ fn execve(path: &CStr, argv: *const *const libc::c_char) -> Errno {
 }
 
 /// `execve` with glibc's fallback: a file refused with ENOEXEC runs as
-/// `/bin/sh FILE ARGS...`.
+/// `/bin/sh FILE ARGS...`, unless it is a binary (as a shell decides:
+/// [`looks_binary`]), which stays ENOEXEC (126) instead of reaching the
+/// shell as a script (whose errors would read as 127).
 fn execve_or_sh(args: &ExecArgs, path: &CStr) -> Errno {
     let err = execve(path, args.ptrs.as_ptr());
     if err != Errno::ENOEXEC {
         return err;
     }
+    let mut head = [0u8; 80];
+    if let Ok(fd) = raw_open(path, libc::O_RDONLY) {
+        let read = raw_read(fd, &mut head);
+        raw_close(fd);
+        if let Ok(n) = read {
+            if looks_binary(&head[..n]) {
+                return Errno::ENOEXEC;
+            }
+        }
+    }
     args.sh_ptrs[1].set(path.as_ptr());
     execve(BSHELL, args.sh_ptrs.as_ptr().cast())
+}
+
+/// The start of a file is a binary's, not a script's: an ELF header, or a
+/// NUL byte before the first newline (bash's `check_binary_file`).
+pub fn looks_binary(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF") || head.iter().take_while(|&&b| b != b'\n').any(|&b| b == 0)
 }
 
 /// `execvp(3)` with glibc's semantics (what the C helper links): a name
@@ -1215,6 +1233,15 @@ pub extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> l
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binaries_are_told_from_scripts_as_a_shell_does() {
+        assert!(looks_binary(b"\x7fELF\x02\x01"));
+        assert!(looks_binary(b"MZ\x90\0\x03"));
+        assert!(!looks_binary(b"echo hi\n\0after the first line"));
+        assert!(!looks_binary(b"#!/bin/sh\nexit 3\n"));
+        assert!(!looks_binary(b""));
+    }
 
     /// Runs the search with a fake exec answering from `answers` in turn;
     /// returns the candidates tried and the error reported.

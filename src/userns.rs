@@ -186,17 +186,15 @@ pub fn probe() -> Probe {
         Ok(stack) => stack,
         Err(e) => return Probe::Inconclusive(e),
     };
-    let child = sys::spawn_vfork(
-        &mut stack,
-        libc::CLONE_NEWUSER,
-        || match sys::raw_open_write(c"/proc/self/setgroups") {
+    let child = sys::spawn_vfork(&mut stack, libc::CLONE_NEWUSER, || {
+        match sys::raw_open(c"/proc/self/setgroups", libc::O_WRONLY) {
             Ok(fd) => {
                 sys::raw_close(fd);
                 sys::exit_now(0)
             }
             Err(e) => sys::exit_now(e as i32),
-        },
-    );
+        }
+    });
     let pid = match child {
         Ok(pid) => nix::unistd::Pid::from_raw(pid),
         Err(e) => return Probe::NoUserNamespace(e),

@@ -291,7 +291,7 @@ fn the_feature_probe_lists_observe() {
         Place::Host,
         User::Unprivileged,
         &[("SRT_HELPER_FEATURES", "1")],
-        &["true"],
+        &[] as &[&str],
     );
     assert!(
         stdout(&out).lines().any(|l| l == "observe"),

@@ -5,7 +5,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
 
-use common::{NOBODY, fixture, is_root, stderr, stdout};
+use common::{NOBODY, fixture, is_root, status_field, stderr, stdout};
 
 fn tester(args: &[&str], as_nobody: bool) -> Output {
     let mut cmd = Command::new(&fixture().helper);
@@ -262,10 +262,19 @@ fn end_to_end_mode_counts_and_groups_failures() {
 
 #[test]
 fn a_tester_that_cannot_run_exits_125() {
+    // A CPU past the last one this process may use: pinning to it would
+    // fail in every child, which must not read as helper failures.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let last = status_field(&status, "Cpus_allowed_list")
+        .and_then(|list| list.rsplit([',', '-']).next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap();
+    let past = (last + 1).to_string();
     for args in [
         &["--exec", "/nonexistent/helper", "--iterations", "2"][..],
         &["--strategy", "sideways"][..],
         &["--cpu", "99999"][..],
+        &["--cpu", &past, "--iterations", "2"][..],
     ] {
         let out = tester(args, false);
         assert_eq!(out.status.code(), Some(125), "{args:?}: {}", stderr(&out));
@@ -274,5 +283,12 @@ fn a_tester_that_cannot_run_exits_125() {
             "{}",
             stderr(&out)
         );
+        assert!(stdout(&out).is_empty(), "{args:?}: {}", stdout(&out));
     }
+    let out = tester(&["--cpu", &past, "--iterations", "2"], false);
+    assert!(
+        stderr(&out).contains(&format!("--cpu {past}: not a CPU this process may run on")),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -107,11 +107,17 @@ fn settings(work: &Path, nested: bool) -> String {
     )
 }
 
-fn run_as(user: As, work: &Path, mut cmd: Command) -> Output {
+fn run_as(user: As, work: &Path, cmd: Command) -> Output {
+    run_with(user, work, cmd, &[])
+}
+
+/// [`run_as`] with more variables in the client's environment.
+fn run_with(user: As, work: &Path, mut cmd: Command, env: &[(&str, &str)]) -> Output {
     cmd.env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", work)
         .env("SRT_DEBUG", "1")
+        .envs(env.iter().copied())
         .current_dir(work)
         .stdin(Stdio::null());
     if user == As::Nobody && is_root() {
@@ -122,12 +128,17 @@ fn run_as(user: As, work: &Path, mut cmd: Command) -> Output {
 
 /// `srt -s <settings> -c <script>` in a fresh work folder.
 fn srt(c: &Client, user: As, nested: bool, script: &str) -> (Output, PathBuf) {
+    let (cmd, work) = srt_command(c, user, nested, script);
+    (run_as(user, &work, cmd), work)
+}
+
+fn srt_command(c: &Client, user: As, nested: bool, script: &str) -> (Command, PathBuf) {
     let work = work_dir(user, "cli");
     let file = work.join("srt-settings.json");
     std::fs::write(&file, settings(&work, nested)).unwrap();
     let mut cmd = Command::new(c.prefix.join("node_modules/.bin/srt"));
     cmd.arg("-s").arg(&file).arg("-c").arg(script);
-    (run_as(user, &work, cmd), work)
+    (cmd, work)
 }
 
 /// The library: initialize, wrapWithSandbox, spawn with a shell, reset.
@@ -214,6 +225,24 @@ fn the_command_is_filtered_and_the_proxy_path_works() {
             assert_eq!(got["inet"], "ok", "{what}");
             assert_eq!(got["http"], BODY, "{what}: the proxy path failed");
         }
+    }
+}
+
+/// A user's exported `SRT_HELPER_FEATURES=1` reaches the helper (srt
+/// 0.0.83 neither sets nor clears it): the command still runs, filtered.
+#[test]
+fn a_users_feature_variable_never_replaces_the_command() {
+    let Some(c) = client() else { return };
+    for user in users() {
+        let script = "echo RAN; grep Seccomp_filters /proc/self/status; exit 7";
+        let (cmd, work) = srt_command(c, user, false, script);
+        let out = run_with(user, &work, cmd, &[("SRT_HELPER_FEATURES", "1")]);
+        let text = stdout(&out);
+        let what = format!("{user:?}: {text}\n{}", stderr(&out));
+        assert_eq!(out.status.code(), Some(7), "{what}");
+        assert!(text.starts_with("RAN\n"), "{what}");
+        assert_eq!(status_field(&text, "Seccomp_filters"), Some("2"), "{what}");
+        assert!(!text.contains("userns-limit"), "{what}");
     }
 }
 
