@@ -47,10 +47,13 @@ pub enum Step {
     Landlock,
     Subreaper,
     MountGuard,
+    ProcessGroup,
+    Foreground,
+    ProcSysReadOnly,
 }
 
 impl Step {
-    const ALL: [Step; 26] = [
+    const ALL: [Step; 29] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -77,6 +80,9 @@ impl Step {
         Step::Landlock,
         Step::Subreaper,
         Step::MountGuard,
+        Step::ProcessGroup,
+        Step::Foreground,
+        Step::ProcSysReadOnly,
     ];
 
     pub fn from_u8(v: u8) -> Option<Step> {
@@ -111,6 +117,9 @@ impl Step {
             Step::Landlock => "landlock_restrict_self",
             Step::Subreaper => "prctl(PR_SET_CHILD_SUBREAPER)",
             Step::MountGuard => "the mount check's go-ahead (pipe)",
+            Step::ProcessGroup => "setpgid(0, 0)",
+            Step::Foreground => "tcsetpgrp(terminal, the command's group)",
+            Step::ProcSysReadOnly => "mount(/proc/sys, MS_BIND|MS_RDONLY)",
         }
     }
 }

@@ -28,6 +28,7 @@ mod race;
 mod shim;
 mod supervise;
 mod sys;
+mod terminal;
 mod threads;
 mod userns;
 mod worker;
@@ -354,6 +355,8 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             filters,
             way,
             go: None,
+            tty: None,
+            job_control: false,
         },
         observer.as_mut(),
     )?;
@@ -375,8 +378,23 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     for report in &outcome.reports {
         print_report(cfg, report);
     }
+    // The helper's own failures use 125-127 too: a command exiting with
+    // one of them could pass its own message off as the helper's.
+    if command_ran(&outcome) && matches!(outcome.status, 125..=127) {
+        eprintln!(
+            "apply-seccomp: the sandbox was set up and the command ran; exit status {} is the \
+             command's own",
+            outcome.status
+        );
+    }
     debug(cfg.debug, || format!("exit status {}", outcome.status));
     Ok(outcome.status)
+}
+
+/// The status is the command's: nothing stopped it (the mount guard) and
+/// no step failed before its exec, which every inner failure reports.
+fn command_ran(outcome: &supervise::Outcome) -> bool {
+    outcome.lost.is_none() && !outcome.reports.iter().any(|r| r.kind == Kind::Fatal)
 }
 
 /// The `SRT_DEBUG` line for the way in: which, and why.
@@ -441,6 +459,7 @@ fn print_report(cfg: &RunConfig, r: &Report) {
             step.describe(),
             error::strerror(&source)
         ),
+        (Kind::Stopped, _) => {}
         (Kind::Debug, step) => debug(cfg.debug, || {
             format!(
                 "{}: {} (tolerated)",

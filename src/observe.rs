@@ -176,7 +176,7 @@ impl Observer {
         let mut paths: Vec<Vec<u8>> = Vec::new();
         if let Some(entry) = entry {
             for arg in entry.paths {
-                paths.push(self.resolve(pid, &notif.data.args, arg));
+                paths.extend(self.resolve(pid, &notif.data.args, arg));
             }
         }
         // The pid is the thread's only while it still waits on us.
@@ -203,22 +203,34 @@ impl Observer {
         }
     }
 
-    /// The absolute path of a path argument, as far as it can be made:
+    /// The absolute path an argument writes, as far as it can be made:
     /// relative paths are joined to the caller's working directory or to
-    /// the directory `dirfd` names (an empty path is that directory).
-    fn resolve(&self, pid: libc::pid_t, args: &[u64; 6], arg: &rules::PathArg) -> Vec<u8> {
-        let mut buf = vec![0u8; PATH_MAX];
-        let path = match sys::read_remote_string(pid, args[arg.path as usize], &mut buf) {
-            Some(n) => buf[..n].to_vec(),
-            None if args[arg.path as usize] == 0 => Vec::new(),
-            None => return Vec::new(),
+    /// the directory `dirfd` names (an empty path is that directory); a
+    /// descriptor gives the path it is open on. `None`: nothing written on
+    /// a path (`bind` of an address that is no Unix pathname).
+    fn resolve(&self, pid: libc::pid_t, args: &[u64; 6], arg: &rules::PathArg) -> Option<Vec<u8>> {
+        let (path, dirfd) = match *arg {
+            rules::PathArg::At { dirfd, path } => {
+                let mut buf = vec![0u8; PATH_MAX];
+                let text = match sys::read_remote_string(pid, args[path as usize], &mut buf) {
+                    Some(n) => buf[..n].to_vec(),
+                    None if args[path as usize] == 0 => Vec::new(),
+                    None => return Some(Vec::new()),
+                };
+                (
+                    text,
+                    dirfd.map_or(AT_FDCWD, |i| args[i as usize] as u32 as i32),
+                )
+            }
+            rules::PathArg::Fd { fd } => (Vec::new(), args[fd as usize] as u32 as i32),
+            rules::PathArg::UnixAddr { addr, len } => (
+                unix_path(pid, args[addr as usize], args[len as usize])?,
+                AT_FDCWD,
+            ),
         };
         if path.starts_with(b"/") {
-            return path;
+            return Some(path);
         }
-        let dirfd = arg
-            .dirfd
-            .map_or(AT_FDCWD, |i| args[i as usize] as u32 as i32);
         let link = if dirfd == AT_FDCWD {
             format!("{pid}/cwd")
         } else {
@@ -229,10 +241,31 @@ impl Observer {
             .as_ref()
             .and_then(|d| readlinkat(d.as_fd(), link.as_str()).ok())
         else {
-            return path;
+            return Some(path);
         };
-        join(&base, &path)
+        Some(join(&base, &path))
     }
+}
+
+/// The path of a `sockaddr_un` at `addr` (`len` bytes) in `pid`'s memory,
+/// if it is a pathname address: the file `bind` creates. Unnamed and
+/// abstract addresses, and other families, create none.
+fn unix_path(pid: libc::pid_t, addr: u64, len: u64) -> Option<Vec<u8>> {
+    const FAMILY: u64 = std::mem::size_of::<libc::sa_family_t>() as u64;
+    if len <= FAMILY {
+        return None;
+    }
+    // The family, read as a string: AF_UNIX (1) is the bytes 1, 0 on
+    // both (little-endian) architectures.
+    let mut family = [0u8; 3];
+    match sys::read_remote_string(pid, addr, &mut family) {
+        Some(1) if family[0] == libc::AF_UNIX as u8 => {}
+        _ => return None,
+    }
+    let mut buf = [0u8; 109];
+    let n = sys::read_remote_string(pid, addr.checked_add(FAMILY)?, &mut buf)?;
+    // Empty: an abstract address (it starts with a NUL byte).
+    (n > 0).then(|| buf[..n].to_vec())
 }
 
 /// `base/path`, or `base` alone for an empty path.

@@ -70,6 +70,7 @@ use crate::filter::Filters;
 use crate::guard::{Guard, Lost};
 use crate::observe::Observer;
 use crate::sys::{self, ExecArgs};
+use crate::terminal::Terminal;
 use crate::worker;
 
 /// Signals relayed from the stub to init and from init to the worker.
@@ -101,6 +102,13 @@ pub struct Plan {
     /// before its exec, for the stub's mount check (guard.rs). `None`: no
     /// check to wait for.
     pub go: Option<RawFd>,
+    /// The caller's terminal, whose foreground the worker gives the
+    /// command's group (terminal.rs); `None`: no terminal, or the stub's
+    /// group is not in front.
+    pub tty: Option<RawFd>,
+    /// The stub has a controlling terminal: the command's stops are passed
+    /// up (init reports them; the capability-free stub sees them itself).
+    pub job_control: bool,
 }
 
 /// The way in, as the process tree sees it.
@@ -127,6 +135,9 @@ pub enum Kind {
     Warning = 2,
     /// A tolerated failure, shown with `SRT_DEBUG`.
     Debug = 3,
+    /// Not a failure: the command stopped, with the signal in `errno`
+    /// (init to the stub, with job control only).
+    Stopped = 4,
 }
 
 /// One report from an inner process.
@@ -162,6 +173,7 @@ impl Report {
             1 => Kind::Fatal,
             2 => Kind::Warning,
             3 => Kind::Debug,
+            4 => Kind::Stopped,
             _ => return None,
         };
         Some(Report {
@@ -308,8 +320,13 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
         ),
         _ => None,
     };
+    // The caller's terminal: the command's group gets its foreground if
+    // the stub's group has it, and its stops are passed up (terminal.rs).
+    let terminal = Terminal::open();
     let plan = Plan {
         go: go.as_ref().map(|(read, _)| read.as_raw_fd()),
+        tty: terminal.as_ref().and_then(Terminal::to_hand_over),
+        job_control: terminal.is_some(),
         ..plan
     };
 
@@ -396,21 +413,30 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
     }
     let guard = guard.filter(Guard::watching);
     let observed = observer.as_deref_mut().zip(listener_chan);
-    let (status, mut lost) = if observed.is_none() && guard.is_none() {
-        supervise(child, &set).map(|status| (status, None))
+    let job = terminal.as_ref().map(|terminal| Job {
+        terminal,
+        control: &ours,
+    });
+    let mut early = Vec::new();
+    let (status, mut lost) = if observed.is_none() && guard.is_none() && job.is_none() {
+        supervise(child, &set, false, &mut |_| {}).map(|status| (status, None))
     } else {
         serve(
             child,
             &set,
             plan.way,
-            observed,
-            guard.as_ref(),
+            (observed, guard.as_ref()),
+            job.as_ref(),
             &mut observe_errors,
+            &mut early,
         )
     }
     .map_err(|e| Error::setup(Step::Wait, e))?;
     if let Way::CapabilityFree { .. } = plan.way {
         end_leftovers();
+    }
+    if let Some(t) = &terminal {
+        t.take_back();
     }
     if let Some(l) = lost.as_mut() {
         l.look_again();
@@ -418,9 +444,10 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
             obs.mount_guard(l);
         }
     }
+    early.extend(read_reports(&ours));
     Ok(Outcome {
         status: if lost.is_some() { EXIT_SETUP } else { status },
-        reports: read_reports(&ours),
+        reports: early,
         observe_errors,
         lost,
         guard_note,
@@ -488,33 +515,87 @@ fn filter_stub(plan: &Plan) -> Result<(), Error> {
 
 /// Relays the forwarded signals to `child` and reaps every child until
 /// `child` itself is reaped; returns its status (code, or 128+signal).
-/// Raw calls only: init runs this in shared memory.
-fn supervise(child: Pid, set: &SigSet) -> Result<i32, Errno> {
+/// With `untraced`, `on_stop` hears each stop of `child`. Raw calls only:
+/// init runs this in shared memory.
+fn supervise(
+    child: Pid,
+    set: &SigSet,
+    untraced: bool,
+    on_stop: &mut dyn FnMut(libc::c_int),
+) -> Result<i32, Errno> {
     loop {
         let sig = sys::sigwait(set.as_ref())?;
-        if let Some(status) = on_signal(child, sig)? {
-            return Ok(status);
+        match on_signal(child, sig, untraced)? {
+            Some(Event::Ended(status)) => return Ok(status),
+            Some(Event::Stopped(sig)) => on_stop(sig),
+            None => {}
         }
     }
 }
 
-/// Forwards `sig` to `child`, or for SIGCHLD reaps what has exited;
-/// `Some(status)` once `child` has.
-fn on_signal(child: Pid, sig: libc::c_int) -> Result<Option<i32>, Errno> {
+/// What became of `child`.
+enum Event {
+    /// Reaped: its status (code, or 128+signal).
+    Ended(i32),
+    /// Stopped by this signal (asked for with `untraced` only).
+    Stopped(libc::c_int),
+}
+
+/// Forwards `sig` to `child`, or for SIGCHLD reaps what has exited (and,
+/// with `untraced`, sees a stop of `child`).
+fn on_signal(child: Pid, sig: libc::c_int, untraced: bool) -> Result<Option<Event>, Errno> {
     if sig != libc::SIGCHLD {
         // ESRCH: the child is already gone; its SIGCHLD is pending.
         let _ = sys::raw_kill(child.as_raw(), sig);
         return Ok(None);
     }
-    while let Some((pid, ended)) = sys::reap_any()? {
+    while let Some((pid, ended)) = sys::reap_any(untraced)? {
         if pid == child.as_raw() {
             return Ok(Some(match ended {
-                sys::Ended::Exited(code) => code,
-                sys::Ended::Signaled(sig) => 128 + sig,
+                sys::Ended::Exited(code) => Event::Ended(code),
+                sys::Ended::Signaled(sig) => Event::Ended(128 + sig),
+                sys::Ended::Stopped(sig) => Event::Stopped(sig),
             }));
         }
     }
     Ok(None)
+}
+
+/// The stub's part in job control: its terminal, and the control channel
+/// on which init reports the command's stops.
+struct Job<'a> {
+    terminal: &'a Terminal,
+    control: &'a OwnedFd,
+}
+
+impl Job<'_> {
+    /// The command stopped with `sig`: see terminal.rs.
+    fn command_stopped(&self, sig: libc::c_int, child: Pid, way: Way) {
+        let group = match way {
+            Way::CapabilityFree { .. } => Some(child.as_raw()),
+            // The worker, init's first child, leads the command's group.
+            Way::Namespaces { .. } => self.terminal.first_child(child.as_raw()),
+        };
+        self.terminal.command_stopped(sig, group);
+    }
+
+    /// Reads what init sent: stops are acted on, other reports kept for
+    /// the end. False once the channel is done (every inner end closed).
+    fn read(&self, child: Pid, way: Way, early: &mut Vec<Report>) -> bool {
+        let mut buf = [0u8; 64];
+        loop {
+            match nix::unistd::read(self.control.as_fd(), &mut buf) {
+                Ok(0) => return false,
+                Ok(n) => match Report::decode(&buf[..n]) {
+                    Some(r) if r.kind == Kind::Stopped => self.command_stopped(r.errno, child, way),
+                    Some(r) => early.push(r),
+                    None => {}
+                },
+                Err(Errno::EINTR) => {}
+                Err(_) => return true,
+            }
+        }
+    }
 }
 
 /// [`supervise`] for a run with more to watch: the observe filter's
@@ -524,16 +605,24 @@ fn on_signal(child: Pid, sig: libc::c_int) -> Result<Option<i32>, Errno> {
 /// the command). Signals arrive through a signalfd (they stay blocked), so
 /// one poll waits for everything. Observation failures go to `errors` and
 /// end only the observation. Returns the child's status and the lost
-/// mount, if one stopped the command.
+/// mount, if one stopped the command. With a `job`, the command's stops
+/// (init's reports; on the capability-free way, the worker's own) stop the
+/// stub in turn; other reports read meanwhile go to `early`.
 fn serve(
     child: Pid,
     set: &SigSet,
     way: Way,
-    mut observed: Option<(&mut Observer, OwnedFd)>,
-    mut guard: Option<&Guard>,
+    (mut observed, mut guard): (Option<(&mut Observer, OwnedFd)>, Option<&Guard>),
+    job: Option<&Job>,
     errors: &mut Vec<String>,
+    early: &mut Vec<Report>,
 ) -> Result<(i32, Option<Lost>), Errno> {
     let signals = SignalFd::with_flags(set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
+    // Init reports stops on the control channel; the capability-free
+    // worker is the stub's child, whose stops wait4 shows.
+    let capfree = matches!(way, Way::CapabilityFree { .. });
+    let mut control = job.filter(|_| !capfree);
+    let untraced = job.is_some() && capfree;
     let (mut obs, mut chan) = match observed.take() {
         Some((obs, chan)) => (Some(obs), Some(chan)),
         None => (None, None),
@@ -552,6 +641,10 @@ fn serve(
         });
         let guard_at = guard.map(|g| {
             fds.push(PollFd::new(g.fd(), PollFlags::POLLPRI));
+            fds.len() - 1
+        });
+        let control_at = control.map(|j| {
+            fds.push(PollFd::new(j.control.as_fd(), PollFlags::POLLIN));
             fds.len() - 1
         });
         if let Some(o) = obs.as_ref().filter(|o| o.pending()) {
@@ -608,13 +701,26 @@ fn serve(
         if let Some(o) = obs.as_mut() {
             o.flush();
         }
+        if let (Some(at), Some(j)) = (control_at, control) {
+            if !ready[at].is_empty() && !j.read(child, way, early) {
+                control = None;
+            }
+        }
         if !ready[0].is_empty() {
             while let Some(info) = signals.read_signal()? {
-                if let Some(status) = on_signal(child, info.ssi_signo as libc::c_int)? {
-                    if let Some(o) = obs.as_mut() {
-                        o.flush();
+                match on_signal(child, info.ssi_signo as libc::c_int, untraced)? {
+                    Some(Event::Ended(status)) => {
+                        if let Some(o) = obs.as_mut() {
+                            o.flush();
+                        }
+                        return Ok((status, lost));
                     }
-                    return Ok((status, lost));
+                    Some(Event::Stopped(sig)) => {
+                        if let Some(j) = job {
+                            j.command_stopped(sig, child, way);
+                        }
+                    }
+                    None => {}
                 }
             }
         }
@@ -639,7 +745,7 @@ fn end_leftovers() {
             // Blocking: each one listed was just sent SIGKILL.
             waitpid(Pid::from_raw(-1), None).map(drop)
         } else {
-            sys::reap_any().and_then(|r| r.map(drop).ok_or(Errno::ECHILD))
+            sys::reap_any(false).and_then(|r| r.map(drop).ok_or(Errno::ECHILD))
         };
         match reaped {
             Ok(()) | Err(Errno::EINTR) => {}
@@ -715,6 +821,13 @@ fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
             chan.report(Kind::Warning, Step::LimitUserns, e);
         }
     }
+    // Read-only for the command: as root in the user namespace it holds
+    // CAP_SYS_RESOURCE there and could raise the limit just set (or, as
+    // host root on the direct path, write any sysctl). Mounts are the
+    // filter's to refuse, so it stays read-only.
+    if let Err(e) = protect_sysctls() {
+        chan.fail(Step::ProcSysReadOnly, e);
+    }
     // A raw mmap, in the shared memory; never unmapped (init exits, and
     // the stub soon after).
     let mut worker_stack = match sys::Stack::new(WORKER_STACK) {
@@ -727,9 +840,42 @@ fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     std::mem::forget(worker_stack);
     match worker {
         Err(e) => chan.fail(Step::ForkWorker, e),
-        Ok(pid) => match supervise(Pid::from_raw(pid), &set) {
+        // With job control, the command's stops go to the stub, which
+        // stops the caller's job in turn (terminal.rs).
+        Ok(pid) => match supervise(Pid::from_raw(pid), &set, plan.job_control, &mut |sig| {
+            chan.report(Kind::Stopped, Step::Wait, Errno::from_raw(sig))
+        }) {
             Ok(status) => sys::exit_now(status),
             Err(e) => chan.fail(Step::Wait, e),
+        },
+    }
+}
+
+/// `/proc/sys` bound onto itself read-only (with the flags the fresh
+/// `/proc` has, which a user namespace may not drop). Where the bind is
+/// refused (a container's masked `/proc`), a `/proc/sys` already read-only
+/// will do. Raw calls only: init runs this.
+fn protect_sysctls() -> Result<(), Errno> {
+    let kept = (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) as libc::c_ulong;
+    let bound = sys::raw_mount(
+        c"/proc/sys",
+        c"/proc/sys",
+        None,
+        libc::MS_BIND as libc::c_ulong,
+    )
+    .and_then(|()| {
+        sys::raw_mount(
+            c"none",
+            c"/proc/sys",
+            None,
+            (libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY) as libc::c_ulong | kept,
+        )
+    });
+    match bound {
+        Ok(()) => Ok(()),
+        Err(e) => match sys::raw_is_read_only(c"/proc/sys") {
+            Ok(true) => Ok(()),
+            _ => Err(e),
         },
     }
 }

@@ -256,6 +256,20 @@ pub fn raw_mount(
     .map(drop)
 }
 
+/// `statfs(path)`: whether the mount holding `path` is read-only.
+pub fn raw_is_read_only(path: &CStr) -> Result<bool, Errno> {
+    // SAFETY: a zeroed statfs is a valid buffer for the kernel to fill.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path; the kernel writes one statfs into `st`.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_statfs,
+            [path.as_ptr() as usize, (&raw mut st) as usize, 0, 0, 0, 0],
+        )
+    })?;
+    Ok(st.f_flags as libc::c_ulong & libc::ST_RDONLY != 0)
+}
+
 /// `openat(AT_FDCWD, path, flags|O_CLOEXEC)`: an existing file (no
 /// `O_CREAT`).
 pub fn raw_open(path: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
@@ -327,17 +341,21 @@ pub fn sigwait(set: &libc::sigset_t) -> Result<libc::c_int, Errno> {
     }
 }
 
-/// How a reaped child ended.
+/// How a child came back from `wait4`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ended {
     Exited(libc::c_int),
     Signaled(libc::c_int),
+    /// Stopped by this signal (asked for with `untraced` only); not reaped.
+    Stopped(libc::c_int),
 }
 
-/// `wait4(-1, WNOHANG)`: a child that has ended, if any. Stopped or
-/// continued children are not asked for, so every `Some` is a reaped one.
-pub fn reap_any() -> Result<Option<(libc::pid_t, Ended)>, Errno> {
+/// `wait4(-1, WNOHANG)`, with `WUNTRACED` when `untraced`: a child that
+/// has ended (reaped) or, with `untraced`, stopped; continued children are
+/// not asked for.
+pub fn reap_any(untraced: bool) -> Result<Option<(libc::pid_t, Ended)>, Errno> {
     let mut status: libc::c_int = 0;
+    let flags = libc::WNOHANG | if untraced { libc::WUNTRACED } else { 0 };
     // SAFETY: one writable int for the status; no rusage.
     let pid = raw_result(unsafe {
         syscall6(
@@ -345,7 +363,7 @@ pub fn reap_any() -> Result<Option<(libc::pid_t, Ended)>, Errno> {
             [
                 -1isize as usize,
                 (&raw mut status) as usize,
-                libc::WNOHANG as usize,
+                flags as usize,
                 0,
                 0,
                 0,
@@ -355,12 +373,68 @@ pub fn reap_any() -> Result<Option<(libc::pid_t, Ended)>, Errno> {
     if pid == 0 {
         return Ok(None);
     }
-    let ended = if libc::WIFSIGNALED(status) {
+    let ended = if libc::WIFSTOPPED(status) {
+        Ended::Stopped(libc::WSTOPSIG(status))
+    } else if libc::WIFSIGNALED(status) {
         Ended::Signaled(libc::WTERMSIG(status))
     } else {
         Ended::Exited(libc::WEXITSTATUS(status))
     };
     Ok(Some((pid, ended)))
+}
+
+/// `setpgid(0, 0)`: this process leads a process group of its own.
+pub fn raw_new_process_group() -> Result<(), Errno> {
+    numeric(libc::SYS_setpgid, [0, 0, 0, 0, 0, 0]).map(drop)
+}
+
+/// `getpid()`, in this process's PID namespace.
+pub fn raw_getpid() -> libc::pid_t {
+    numeric(libc::SYS_getpid, [0; 6]).unwrap_or(0) as libc::pid_t
+}
+
+/// `ioctl(fd, TIOCSPGRP, &pgid)`: makes `pgid` (in the caller's PID
+/// namespace) the terminal's foreground process group. A caller outside
+/// that group is sent SIGTTOU unless it blocks or ignores it.
+pub fn raw_set_foreground(fd: RawFd, pgid: libc::pid_t) -> Result<(), Errno> {
+    // SAFETY: TIOCSPGRP reads one pid_t from the pointer, which points at
+    // `pgid` for the call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_ioctl,
+            [
+                fd as usize,
+                libc::TIOCSPGRP as usize,
+                (&raw const pgid) as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// `ioctl(fd, TIOCGPGRP)`: the terminal's foreground process group, as
+/// the caller's PID namespace sees it (0: one it cannot see).
+pub fn foreground(fd: RawFd) -> Result<libc::pid_t, Errno> {
+    let mut pgid: libc::pid_t = 0;
+    // SAFETY: TIOCGPGRP writes one pid_t to the pointer, which points at
+    // `pgid` for the call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_ioctl,
+            [
+                fd as usize,
+                libc::TIOCGPGRP as usize,
+                (&raw mut pgid) as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })?;
+    Ok(pgid)
 }
 
 /// A stack for [`spawn_shared`] and [`spawn_vfork`]: anonymous memory with

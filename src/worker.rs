@@ -4,12 +4,13 @@
 //! Runs between clone and exec in the stub's memory, its parent suspended
 //! (sys::spawn_vfork) and, on the namespace way, the stub running on: no
 //! allocation, no formatting, no panics, and only `sys`'s raw system calls
-//! (supervise.rs says why). Calls made: rt_sigprocmask, prctl
+//! (supervise.rs says why). Calls made: rt_sigprocmask, setpgid, prctl
 //! (no_new_privs), landlock_restrict_self (capability-free way only),
 //! seccomp (the unix filter; the observe filter when the run is observed,
 //! whose listener goes to the stub with one sendmsg and is then closed;
 //! the namespaces filter, unless nesting is allowed), read (the stub's
-//! go-ahead, when it checks the mounts first), execve (through
+//! go-ahead, when it checks the mounts first), getpid and ioctl
+//! (TIOCSPGRP, on a terminal: terminal.rs), execve (through
 //! execvp's PATH search), and on failure a write of one report and
 //! `_exit`. On the capability-free way, `Channel::arm_parent_death` came
 //! first (close, prctl, ppoll). The environment was scrubbed before the
@@ -28,6 +29,11 @@ use crate::sys;
 pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Option<RawFd>) -> ! {
     if let Err(e) = sys::set_sigmask(original_mask.as_ref()) {
         chan.fail(Step::Signals, e);
+    }
+    // A process group of its own: what the command signals or renices by
+    // group reaches nothing outside the sandbox (terminal.rs).
+    if let Err(e) = sys::raw_new_process_group() {
+        chan.fail(Step::ProcessGroup, e);
     }
     if let Err(e) = sys::set_no_new_privs() {
         chan.fail(Step::NoNewPrivs, e);
@@ -74,6 +80,19 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
                 Err(e) => chan.fail(Step::MountGuard, e),
             }
         }
+    }
+    // The caller's terminal, when the stub's group had it: the command's
+    // group takes the foreground, SIGTTOU blocked meanwhile (this group is
+    // in the background until the call). Should it fail, the command runs
+    // in the background of the terminal, as with `&`.
+    if let Some(tty) = plan.tty {
+        let mut blocked = original_mask;
+        blocked.add(nix::sys::signal::Signal::SIGTTOU);
+        let _ = sys::set_sigmask(blocked.as_ref());
+        if let Err(e) = sys::raw_set_foreground(tty, sys::raw_getpid()) {
+            chan.report(Kind::Debug, Step::Foreground, e);
+        }
+        let _ = sys::set_sigmask(original_mask.as_ref());
     }
     let err = errno(&sys::execvp(plan.exec));
     chan.report(Kind::Fatal, Step::Exec, err);

@@ -226,6 +226,71 @@ fn writes_are_reported_reads_are_not_and_results_do_not_change() {
     }
 }
 
+/// Writes the observer used to miss (THREATS row 23): xattrs by path,
+/// by link and by a read-only descriptor, fchmod and fchown through a
+/// read-only descriptor, futimesat, and bind() of a Unix socket to a path
+/// (which creates a file). Each is reported with its path; an abstract
+/// address (no file) is not; the results are those of an unobserved run.
+#[test]
+fn writes_through_descriptors_xattrs_and_bind_are_reported() {
+    let Some(probe) = fixture().probe() else {
+        return;
+    };
+    for (way, place, user) in common::ways_matrix() {
+        if place != Place::Host {
+            continue;
+        }
+        let tag = format!("fd-{way:?}-{user:?}").to_lowercase();
+        let listener = Listener::new(&format!("obs-{tag}"));
+        let sock = listener.path.to_string_lossy().into_owned();
+        let run = |dir: &Path, env: &[(&str, &str)]| {
+            std::fs::write(dir.join("attrs"), "").unwrap();
+            if user == User::Unprivileged && common::is_root() {
+                std::os::unix::fs::chown(dir.join("attrs"), Some(common::NOBODY), None).unwrap();
+            }
+            let args = [
+                probe.to_str().unwrap(),
+                "unobserved-writes",
+                dir.to_str().unwrap(),
+            ];
+            helper(place, user, env, &way.args(&args))
+        };
+        let plain_dir = workdir(&format!("plain-{tag}"));
+        let observed_dir = workdir(&format!("observed-{tag}"));
+        let plain = run(&plain_dir, &[]);
+        let observed = run(&observed_dir, &[("SRT_OBSERVE_SOCK", &sock)]);
+        let lines = listener.take();
+        let what = format!("{way:?} {user:?}: {lines:#?}\n{}", stdout(&observed));
+        assert_eq!(plain.status.code(), Some(0), "{what}");
+        assert_eq!(stdout(&plain), stdout(&observed), "{what}");
+        let (ev, other) = events(&lines);
+        assert!(other.is_empty(), "{what}");
+        let attrs = observed_dir.join("attrs");
+        let mut expected = vec![
+            "setxattr",
+            "lsetxattr",
+            "fsetxattr",
+            "removexattr",
+            "lremovexattr",
+            "fremovexattr",
+            "fchmod",
+            "fchown",
+        ];
+        if cfg!(target_arch = "x86_64") {
+            expected.push("futimesat");
+        }
+        for call in expected {
+            assert!(has(&ev, &[call], &attrs), "{call}: {what}");
+        }
+        assert!(
+            has(&ev, &["bind"], &observed_dir.join("bound.sock")),
+            "bind: {what}"
+        );
+        // One bind line: the abstract address made no file.
+        assert_eq!(ev.iter().filter(|(s, _)| s == "bind").count(), 1, "{what}");
+    }
+}
+
 #[test]
 fn the_command_sees_three_filters_and_neither_variable() {
     let listener = Listener::new("obs-env");

@@ -31,7 +31,8 @@ impl Arch {
 /// Which of the stacked filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Set {
-    /// THREATS rows 1-9: Unix/vsock sockets, DGRAM socketpairs, io_uring.
+    /// THREATS rows 1-9: Unix/vsock sockets, DGRAM socketpairs, io_uring;
+    /// row 19: typing into the terminal (`TIOCSTI`, `TIOCLINUX`).
     Unix,
     /// THREATS rows 10-13: new user/mount namespaces and mount-type calls.
     Namespaces,
@@ -53,12 +54,18 @@ impl Set {
     }
 }
 
-/// Where a path argument is: `path` is the index of the pointer, `dirfd`
-/// that of the directory it is relative to (`None`: the working directory).
+/// Where a written path is found in a call's arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PathArg {
-    pub dirfd: Option<u8>,
-    pub path: u8,
+pub enum PathArg {
+    /// A path string: `path` is the index of the pointer, `dirfd` that of
+    /// the directory it is relative to (`None`: the working directory).
+    At { dirfd: Option<u8>, path: u8 },
+    /// The file the descriptor at index `fd` is open on (fchmod, fchown,
+    /// fsetxattr...: changes through a descriptor open for reading only).
+    Fd { fd: u8 },
+    /// A Unix socket address at index `addr` (`bind`): the socket file it
+    /// creates, for a pathname address; nothing for any other.
+    UnixAddr { addr: u8, len: u8 },
 }
 
 /// One observed syscall.
@@ -77,45 +84,49 @@ pub struct Observed {
 /// architectures).
 pub const OPEN_WRITE_FLAGS: [u32; 5] = [0o1, 0o2, 0o100, 0o1000, 0o2000];
 
-const AT0: &[PathArg] = &[PathArg {
+const AT0: &[PathArg] = &[PathArg::At {
     dirfd: Some(0),
     path: 1,
 }];
-const CWD0: &[PathArg] = &[PathArg {
+const CWD0: &[PathArg] = &[PathArg::At {
     dirfd: None,
     path: 0,
 }];
 /// linkat/renameat: (olddirfd, oldpath, newdirfd, newpath).
 const AT_TWO: &[PathArg] = &[
-    PathArg {
+    PathArg::At {
         dirfd: Some(0),
         path: 1,
     },
-    PathArg {
+    PathArg::At {
         dirfd: Some(2),
         path: 3,
     },
 ];
 const CWD_TWO: &[PathArg] = &[
-    PathArg {
+    PathArg::At {
         dirfd: None,
         path: 0,
     },
-    PathArg {
+    PathArg::At {
         dirfd: None,
         path: 1,
     },
 ];
 /// symlinkat(target, newdirfd, linkpath): only the link is written.
-const SYMLINKAT: &[PathArg] = &[PathArg {
+const SYMLINKAT: &[PathArg] = &[PathArg::At {
     dirfd: Some(1),
     path: 2,
 }];
 /// symlink(target, linkpath).
-const SYMLINK: &[PathArg] = &[PathArg {
+const SYMLINK: &[PathArg] = &[PathArg::At {
     dirfd: None,
     path: 1,
 }];
+/// fchmod(fd, ...), fchown(fd, ...), fsetxattr(fd, ...).
+const FD0: &[PathArg] = &[PathArg::Fd { fd: 0 }];
+/// bind(fd, addr, len).
+const BIND: &[PathArg] = &[PathArg::UnixAddr { addr: 1, len: 2 }];
 
 const fn obs(nr: u32, name: &'static str, paths: &'static [PathArg]) -> Observed {
     Observed {
@@ -124,6 +135,12 @@ const fn obs(nr: u32, name: &'static str, paths: &'static [PathArg]) -> Observed
         flags: None,
         paths,
     }
+}
+
+/// Calls with the same number on both architectures: setxattrat and
+/// removexattrat (Linux 6.13).
+fn observed_generic() -> [Observed; 2] {
+    [obs(463, "setxattrat", AT0), obs(466, "removexattrat", AT0)]
 }
 
 /// The write-intent calls the observe filter reports (the legacy
@@ -135,7 +152,7 @@ pub fn observed(arch: Arch) -> Vec<Observed> {
         flags: Some(2),
         paths: AT0,
     };
-    match arch {
+    let mut table = match arch {
         Arch::X86_64 => vec![
             open_at(257),
             Observed {
@@ -170,6 +187,16 @@ pub fn observed(arch: Arch) -> Vec<Observed> {
             obs(132, "utime", CWD0),
             obs(235, "utimes", CWD0),
             obs(76, "truncate", CWD0),
+            obs(91, "fchmod", FD0),
+            obs(93, "fchown", FD0),
+            obs(261, "futimesat", AT0),
+            obs(188, "setxattr", CWD0),
+            obs(189, "lsetxattr", CWD0),
+            obs(190, "fsetxattr", FD0),
+            obs(197, "removexattr", CWD0),
+            obs(198, "lremovexattr", CWD0),
+            obs(199, "fremovexattr", FD0),
+            obs(49, "bind", BIND),
         ],
         Arch::Aarch64 => vec![
             open_at(56),
@@ -186,8 +213,19 @@ pub fn observed(arch: Arch) -> Vec<Observed> {
             obs(54, "fchownat", AT0),
             obs(88, "utimensat", AT0),
             obs(45, "truncate", CWD0),
+            obs(52, "fchmod", FD0),
+            obs(55, "fchown", FD0),
+            obs(5, "setxattr", CWD0),
+            obs(6, "lsetxattr", CWD0),
+            obs(7, "fsetxattr", FD0),
+            obs(14, "removexattr", CWD0),
+            obs(15, "lremovexattr", CWD0),
+            obs(16, "fremovexattr", FD0),
+            obs(200, "bind", BIND),
         ],
-    }
+    };
+    table.extend(observed_generic());
+    table
 }
 
 /// A test on the low 32 bits of one argument.
@@ -219,6 +257,11 @@ const SOCK_DGRAM: u32 = 2;
 const SOCK_RAW: u32 = 3;
 const CLONE_NEWNS: u32 = 0x0002_0000;
 const CLONE_NEWUSER: u32 = 0x1000_0000;
+/// Pushes a byte into a terminal's input as if typed (CVE-2017-5226);
+/// `TIOCLINUX` subcode 2 pastes the console selection the same way. The
+/// same numbers on x86_64 and aarch64; `cmd` is an `unsigned int`.
+const TIOCSTI: u32 = 0x5412;
+const TIOCLINUX: u32 = 0x541c;
 
 /// x32 syscall numbers have this bit set (x86_64 only).
 pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
@@ -230,6 +273,7 @@ pub const EPERM: u32 = 1;
 
 /// Syscall numbers that differ between the architectures.
 struct Numbers {
+    ioctl: u32,
     socket: u32,
     socketpair: u32,
     unshare: u32,
@@ -243,6 +287,7 @@ struct Numbers {
 fn numbers(arch: Arch) -> Numbers {
     match arch {
         Arch::X86_64 => Numbers {
+            ioctl: 16,
             socket: 41,
             socketpair: 53,
             unshare: 272,
@@ -253,6 +298,7 @@ fn numbers(arch: Arch) -> Numbers {
             pivot_root: 155,
         },
         Arch::Aarch64 => Numbers {
+            ioctl: 29,
             socket: 198,
             socketpair: 199,
             unshare: 97,
@@ -320,6 +366,17 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
             always(IO_URING_SETUP),
             always(IO_URING_ENTER),
             always(IO_URING_REGISTER),
+            // Stricter than upstream: on a terminal shared with the caller
+            // (no bubblewrap --new-session), the command could type into the
+            // caller's shell. Whatever the fd: the terminal may come by any.
+            Rule {
+                nr: n.ioctl,
+                all_of: vec![Cond::OneOf {
+                    arg: 1,
+                    mask: u32::MAX,
+                    values: &[TIOCSTI, TIOCLINUX],
+                }],
+            },
         ],
         Set::Namespaces => {
             let ns_flags = vec![Cond::AnyBit {

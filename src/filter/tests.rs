@@ -52,6 +52,7 @@ struct Abi {
     arch: u32,
     unix: &'static [u8],
     ns: &'static [u8],
+    ioctl: i32,
     socket: i32,
     socketpair: i32,
     unshare: i32,
@@ -71,6 +72,7 @@ const X86_64: Abi = Abi {
     arch: AUDIT_ARCH_X86_64,
     unix: UNIX_X86_64,
     ns: NS_X86_64,
+    ioctl: 16,
     socket: 41,
     socketpair: 53,
     unshare: 272,
@@ -89,6 +91,7 @@ const AARCH64: Abi = Abi {
     arch: AUDIT_ARCH_AARCH64,
     unix: UNIX_AARCH64,
     ns: NS_AARCH64,
+    ioctl: 29,
     socket: 198,
     socketpair: 199,
     unshare: 97,
@@ -120,6 +123,11 @@ const CLONE_NEWPID: u64 = 0x2000_0000;
 const CLONE_NEWNET: u64 = 0x4000_0000;
 const CLONE_THREAD_FLAGS: u64 = 0x003d_0f00;
 const SIGCHLD: u64 = 17;
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541c;
+/// Terminal ioctls a command needs: TCGETS, TCSETS, TIOCGPGRP, TIOCSPGRP,
+/// TIOCGWINSZ, FIONREAD.
+const TTY_NEIGHBOURS: [u64; 6] = [0x5401, 0x5402, 0x540f, 0x5410, 0x5413, 0x541b];
 const HIGH: u64 = 0x1_0000_0000;
 const ALL_HIGH: u64 = 0xffff_ffff_0000_0000;
 
@@ -250,6 +258,34 @@ fn table(abi: &Abi) -> Vec<Case> {
     // Row 9: io_uring.
     for nr in IO_URING {
         add(format!("io_uring nr {nr}"), arch, nr, &[0, 0], EPERM, EPERM);
+    }
+    // Row 19: typing into the terminal, on any fd, whatever the upper bits
+    // of the command; other terminal ioctls work.
+    for cmd in [TIOCSTI, TIOCLINUX] {
+        for high in [0, HIGH, ALL_HIGH] {
+            for fd in [0, 1, u64::MAX] {
+                add(
+                    format!("ioctl({fd:#x}, {:#x})", cmd | high),
+                    arch,
+                    abi.ioctl,
+                    &[fd, cmd | high, 0],
+                    EPERM,
+                    EPERM,
+                );
+            }
+        }
+    }
+    for cmd in TTY_NEIGHBOURS {
+        for high in [0, HIGH] {
+            add(
+                format!("ioctl(0, {:#x})", cmd | high),
+                arch,
+                abi.ioctl,
+                &[0, cmd | high, 0],
+                Allow,
+                Allow,
+            );
+        }
     }
     // Row 10: unshare with NEWUSER or NEWNS, upper bits or not.
     for flags in [
@@ -434,6 +470,7 @@ fn model(abi: &Abi, d: &SeccompData) -> (Outcome, Outcome) {
             && low(0) == AF_UNIX
             && matches!(low(1) & 0xf, SOCK_DGRAM | SOCK_RAW)
         || IO_URING.contains(&nr)
+        || nr == abi.ioctl && (low(1) == TIOCSTI || low(1) == TIOCLINUX)
     {
         EPERM
     } else {
@@ -472,6 +509,7 @@ impl Rng {
 
 fn random_data(abi: &Abi, rng: &mut Rng) -> SeccompData {
     let listed = [
+        abi.ioctl,
         abi.socket,
         abi.socketpair,
         abi.unshare,
@@ -527,6 +565,10 @@ fn random_data(abi: &Abi, rng: &mut Rng) -> SeccompData {
         CLONE_NEWNET,
         SIGCHLD,
         CLONE_THREAD_FLAGS,
+        TIOCSTI,
+        TIOCLINUX,
+        TTY_NEIGHBOURS[0],
+        TTY_NEIGHBOURS[3],
         0,
         0xffff_ffff,
     ];
@@ -632,5 +674,34 @@ fn the_observe_filter_notifies_write_intent_only() {
         assert_eq!(call(renameat2, [0; 6]), Notify);
         assert_eq!(call(read, [0; 6]), Allow);
         assert_eq!(call(437, [0; 6]), Notify, "openat2");
+    }
+    // Changes through descriptors, xattrs, futimesat, bind (THREATS row
+    // 23): numbers from the kernel's tables.
+    let more: [(u32, &[u8], &[i32]); 2] = [
+        (
+            AUDIT_ARCH_X86_64,
+            OBSERVE_X86_64,
+            &[91, 93, 188, 189, 190, 197, 198, 199, 261, 49, 463, 466],
+        ),
+        (
+            AUDIT_ARCH_AARCH64,
+            OBSERVE_AARCH64,
+            &[52, 55, 5, 6, 7, 14, 15, 16, 200, 463, 466],
+        ),
+    ];
+    for (arch, prog, nrs) in more {
+        for &nr in nrs {
+            let data = SeccompData {
+                nr,
+                arch,
+                instruction_pointer: 0,
+                args: [0; 6],
+            };
+            assert_eq!(
+                outcome(run(prog, &data).unwrap()),
+                Notify,
+                "{arch:#x} nr {nr}"
+            );
+        }
     }
 }

@@ -28,6 +28,9 @@
 #include <time.h>
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/xattr.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -38,6 +41,7 @@
 static const char *errname(int e) {
   switch (e) {
   case EPERM: return "EPERM";
+  case ENOTTY: return "ENOTTY";
   case ENOSYS: return "ENOSYS";
   case EINVAL: return "EINVAL";
   case EBADF: return "EBADF";
@@ -101,6 +105,54 @@ static void raw(const char *name, long nr, long a, long b, long c, long d,
                 long e) {
   long r = syscall(nr, a, b, c, d, e, 0L);
   result(name, r, errno);
+}
+
+/* Writes the observer used to miss, in `dir`: xattrs by path, by link
+ * and by a read-only fd, fchmod and fchown through a read-only fd,
+ * futimesat (x86_64), and bind() of a Unix socket (one end of an allowed
+ * stream pair) to a path. One line each: name=ok or name=errno:E. */
+static void unobserved_writes(const char *dir) {
+  char f[4096], s[4096];
+  snprintf(f, sizeof f, "%s/attrs", dir);
+  snprintf(s, sizeof s, "%s/bound.sock", dir);
+  int fd = open(f, O_RDONLY);
+  result("setxattr", setxattr(f, "user.a", "1", 1, 0), errno);
+  result("lsetxattr", lsetxattr(f, "user.b", "1", 1, 0), errno);
+  result("fsetxattr", fsetxattr(fd, "user.c", "1", 1, 0), errno);
+  result("removexattr", removexattr(f, "user.a"), errno);
+  result("lremovexattr", lremovexattr(f, "user.b"), errno);
+  result("fremovexattr", fremovexattr(fd, "user.c"), errno);
+  result("fchmod", fchmod(fd, 0640), errno);
+  result("fchown", fchown(fd, (uid_t)-1, (gid_t)-1), errno);
+#if defined(__x86_64__)
+  result("futimesat", syscall(SYS_futimesat, AT_FDCWD, f, NULL), errno);
+#endif
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", s);
+    result("bind-unix", bind(pair[0], (struct sockaddr *)&a, sizeof a), errno);
+    struct sockaddr_un abstract = {.sun_family = AF_UNIX};
+    memcpy(abstract.sun_path, "\0probe-abstract", 15);
+    result("bind-abstract", bind(pair[1], (struct sockaddr *)&abstract,
+                                 offsetof(struct sockaddr_un, sun_path) + 15), errno);
+  } else {
+    result("bind-unix", -1, errno);
+  }
+}
+
+/* TIOCSTI for real: pushes "\n" into the input of the terminal on the
+ * first of fds 0-2 that is one, as if typed there. ENOTTY: none is. */
+static void type_into_terminal(const char *name) {
+  for (int fd = 0; fd < 3; fd++) {
+    if (isatty(fd)) {
+      char c = '\n';
+      long r = ioctl(fd, TIOCSTI, &c);
+      result(name, r, errno);
+      return;
+    }
+  }
+  result(name, -1, ENOTTY);
 }
 
 /* Execs `path` in a forked child; reports how the child ended:
@@ -349,6 +401,19 @@ static int wrapper(int argc, char **argv) {
     execvp(argv[2], argv + 2);
     return perror("deny-unshare: exec"), 127;
   }
+  /* What a command tries through its process group: renice it, then
+   * SIGTERM it (kill(0)). Only the command's own group may feel either. */
+  if (argc > 1 && !strcmp(argv[1], "group-attack")) {
+    result("renice-group", setpriority(PRIO_PGRP, 0, 7), errno);
+    fflush(stdout);
+    kill(0, SIGTERM);
+    sleep(5);
+    return 0;
+  }
+  if (argc > 2 && !strcmp(argv[1], "unobserved-writes")) {
+    unobserved_writes(argv[2]);
+    return 0;
+  }
   if (argc > 3 && !strcmp(argv[1], "observe-collect"))
     return observe_collect(argv[2], argv + 3);
   if (argc > 3 && !strcmp(argv[1], "bench"))
@@ -380,6 +445,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "pair-dgram-flags")) pair(c, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC);
     else if (!strcmp(c, "pair-raw")) pair(c, AF_UNIX, SOCK_RAW);
     /* io_uring: NULL params / fd -1, which the kernel refuses on its own. */
+    /* row 19: fd -1, so the kernel itself would answer EBADF */
+    else if (!strcmp(c, "tiocsti")) raw(c, SYS_ioctl, -1, TIOCSTI, (long)"x", 0, 0);
+    else if (!strcmp(c, "tiocsti-high")) raw(c, SYS_ioctl, -1, (long)(0x100000000UL | TIOCSTI), (long)"x", 0, 0);
+    else if (!strcmp(c, "tioclinux")) raw(c, SYS_ioctl, -1, TIOCLINUX, (long)"x", 0, 0);
+    else if (!strcmp(c, "tcgets")) raw(c, SYS_ioctl, -1, TCGETS, 0, 0, 0);
+    else if (!strcmp(c, "tiocsti-tty")) type_into_terminal(c);
     else if (!strcmp(c, "io-uring-setup")) raw(c, 425, 1, 0, 0, 0, 0);
     else if (!strcmp(c, "io-uring-enter")) raw(c, 426, -1, 0, 0, 0, 0);
     else if (!strcmp(c, "io-uring-register")) raw(c, 427, -1, 0, 0, 0, 0);
