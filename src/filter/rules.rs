@@ -331,6 +331,18 @@ fn always(nr: u32) -> Rule {
     }
 }
 
+/// `nr` when the low 32 bits of argument `arg` are one of `values`.
+fn when_one_of(nr: u32, arg: u8, values: &'static [u32]) -> Rule {
+    Rule {
+        nr,
+        all_of: vec![Cond::OneOf {
+            arg,
+            mask: u32::MAX,
+            values,
+        }],
+    }
+}
+
 /// The rules that match in the given filter: answered with EPERM, or for
 /// the observe filter with USER_NOTIF. `clone3` (ENOSYS) and the x32 check
 /// have other answers; `build.rs` adds them and documents where.
@@ -338,14 +350,7 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
     let n = numbers(arch);
     match set {
         Set::Unix => vec![
-            Rule {
-                nr: n.socket,
-                all_of: vec![Cond::OneOf {
-                    arg: 0,
-                    mask: u32::MAX,
-                    values: &[AF_UNIX, AF_VSOCK],
-                }],
-            },
+            when_one_of(n.socket, 0, &[AF_UNIX, AF_VSOCK]),
             // Stricter than upstream: a DGRAM pair can sendto() any named
             // datagram socket in the mount tree (THREATS row 6).
             Rule {
@@ -369,14 +374,7 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
             // Stricter than upstream: on a terminal shared with the caller
             // (no bubblewrap --new-session), the command could type into the
             // caller's shell. Whatever the fd: the terminal may come by any.
-            Rule {
-                nr: n.ioctl,
-                all_of: vec![Cond::OneOf {
-                    arg: 1,
-                    mask: u32::MAX,
-                    values: &[TIOCSTI, TIOCLINUX],
-                }],
-            },
+            when_one_of(n.ioctl, 1, &[TIOCSTI, TIOCLINUX]),
         ],
         Set::Namespaces => {
             let ns_flags = vec![Cond::AnyBit {
