@@ -9,10 +9,11 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
 use crate::error::Error;
-use crate::race;
+use crate::{doctor, race};
 
 pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY] [--] <command> [args...]\n       \
                          apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
+                         apply-seccomp --doctor [--json] [--srt-settings FILE]\n       \
                          apply-seccomp --race-test [--iterations N] [--strategy naive|helper|both]\n       \
                          [--join futex|spin] [--cpu LIST] [--load N] [--json] [--exec 'HELPER [ARGS]']";
 
@@ -132,6 +133,12 @@ pub enum Action {
     RaceTest(race::Config),
     /// `--bwrap-shim ...`, or invoked as `bwrap`: bubblewrap's arguments.
     BwrapShim(Vec<OsString>),
+    /// `--doctor ...`: why a sandbox can or cannot start here.
+    Doctor(doctor::Config),
+    /// `--doctor-entry`: the doctor's child that tries the helper's entry.
+    DoctorEntry,
+    /// `--doctor-probe`: the doctor's command under the helper.
+    DoctorProbe,
 }
 
 fn is(value: &Option<OsString>, expected: &str) -> bool {
@@ -147,13 +154,20 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
     if is(&env.helper_features, "1") && args.is_empty() {
         return Ok(Action::Features);
     }
-    // `--help`, `--version`, `--bwrap-shim` and `--race-test` come alone
-    // and end the parse; `--way-in=WAY` may come before the command; `--`
+    // `--help`, `--version`, `--bwrap-shim`, `--race-test` and `--doctor`
+    // come alone and end the parse; `--way-in=WAY` may come before the command; `--`
     // ends the options.
     match args.first().map(|a| a.as_bytes()) {
         Some(b"--help") => return Ok(Action::Help),
         Some(b"--version") => return Ok(Action::Version),
         Some(b"--bwrap-shim") => return Ok(Action::BwrapShim(args[1..].to_vec())),
+        Some(b"--doctor") => {
+            return doctor::parse(&args[1..])
+                .map(Action::Doctor)
+                .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
+        }
+        Some(b"--doctor-entry") if args.len() == 1 => return Ok(Action::DoctorEntry),
+        Some(b"--doctor-probe") if args.len() == 1 => return Ok(Action::DoctorProbe),
         Some(b"--race-test") => {
             return race::parse(&args[1..])
                 .map(Action::RaceTest)

@@ -9,6 +9,10 @@ use std::time::Duration;
 use crate::cause::{Lack, Refusal, SCOPED_ABI};
 use crate::cli::WayIn;
 
+/// The last line of a policy refusal's message: where the whole picture is.
+pub const DOCTOR_LINE: &str =
+    "apply-seccomp: `apply-seccomp --doctor` checks this machine step by step";
+
 /// Exit code for any failure of the helper itself (usage, setup).
 pub const EXIT_SETUP: i32 = 125;
 /// The command was found but could not be executed.
@@ -176,7 +180,7 @@ impl Error {
     }
 
     /// A hint for the errnos people actually hit, or `None`.
-    fn hint(&self) -> Option<&'static str> {
+    pub fn hint(&self) -> Option<&'static str> {
         let (step, errno) = match self {
             Error::Setup { step, source } => (*step, source.raw_os_error()?),
             _ => return None,
@@ -249,7 +253,7 @@ impl fmt::Display for Error {
                          --way-in=namespaces"
                     )?;
                 }
-                Ok(())
+                write!(f, "\n{DOCTOR_LINE}")
             }
             Error::NoCapabilityFreeWay {
                 refusal: None,
@@ -267,7 +271,8 @@ impl fmt::Display for Error {
                  (Linux 6.12 or later, with landlock in the lsm= boot list). {}",
                 refusal.hint(),
                 crate::cause::NARROWEST_FIX
-            ),
+            )
+            .and_then(|()| write!(f, "\n{DOCTOR_LINE}")),
             Error::Transient {
                 step,
                 tries,
@@ -352,6 +357,7 @@ mod tests {
         ));
         assert!(text.contains("unpriv_bwrap"), "{text}");
         assert!(text.contains("leave out --way-in=namespaces"), "{text}");
+        assert!(text.ends_with(&format!("\n{DOCTOR_LINE}")), "{text}");
         let text = refused(Probe::CapabilitiesWork, WayIn::Auto).to_string();
         assert!(!text.contains("--way-in"), "{text}");
         assert!(!text.contains("unpriv_bwrap"), "{text}");
@@ -367,6 +373,7 @@ mod tests {
         assert!(text.contains("Landlock ABI is 4"), "{text}");
         assert!(text.contains("unpriv_bwrap"), "{text}");
         assert!(text.contains(crate::cause::NARROWEST_FIX), "{text}");
+        assert!(text.ends_with(&format!("\n{DOCTOR_LINE}")), "{text}");
         assert_eq!(e.exit_code(), EXIT_SETUP);
     }
 

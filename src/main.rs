@@ -19,6 +19,7 @@ mod bwrap_args;
 mod capfree;
 mod cause;
 mod cli;
+mod doctor;
 mod error;
 mod filter;
 mod guard;
@@ -60,6 +61,19 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
         Ok(Action::Help) => print_out(&help()),
         Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", env!("CARGO_PKG_VERSION"))),
         Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),
+        Ok(Action::Doctor(cfg)) => {
+            let report = doctor::run(&cfg);
+            match print_out(&if cfg.json {
+                report.json()
+            } else {
+                report.text()
+            }) {
+                0 => report.exit_code(),
+                failed => failed,
+            }
+        }
+        Ok(Action::DoctorEntry) => print_out(&doctor::entry_report()),
+        Ok(Action::DoctorProbe) => print_out(&doctor::probe_report()),
         Ok(Action::RaceTest(cfg)) => match race::run(&cfg) {
             Ok(report) => {
                 print_out(&report.render());

@@ -154,11 +154,11 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn is_ours(candidate: &Path, ours: &Path) -> bool {
+pub fn is_ours(candidate: &Path, ours: &Path) -> bool {
     same_file(candidate, ours) || std::fs::canonicalize(candidate).ok().as_deref() == Some(ours)
 }
 
-fn executable(p: &Path) -> bool {
+pub fn executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
 }
 

@@ -197,6 +197,38 @@ pub fn landlock_abi() -> Result<i32, Errno> {
     numeric(libc::SYS_landlock_create_ruleset, [0, 0, VERSION, 0, 0, 0]).map(|v| v as i32)
 }
 
+/// Whether the kernel knows the seccomp filter action `action`
+/// (`seccomp(SECCOMP_GET_ACTION_AVAIL)`, Linux 4.14): `Ok` if so,
+/// EOPNOTSUPP if not, EINVAL without filter support. For `--doctor`.
+pub fn seccomp_action_available(action: u32) -> Result<(), Errno> {
+    const SECCOMP_GET_ACTION_AVAIL: usize = 2;
+    // SAFETY: the kernel reads one u32 from the pointer, which points to
+    // `action`, alive on this frame for the whole call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_seccomp,
+            [
+                SECCOMP_GET_ACTION_AVAIL,
+                0,
+                &action as *const u32 as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// This process's seccomp mode (`PR_GET_SECCOMP`): 0 none, 1 strict, 2
+/// filter; EINVAL on a kernel built without seccomp.
+pub fn seccomp_mode() -> Result<usize, Errno> {
+    numeric(
+        libc::SYS_prctl,
+        [libc::PR_GET_SECCOMP as usize, 0, 0, 0, 0, 0],
+    )
+}
+
 /// `kill(pid, sig)`.
 pub fn raw_kill(pid: libc::pid_t, sig: libc::c_int) -> Result<(), Errno> {
     numeric(libc::SYS_kill, [pid as usize, sig as usize, 0, 0, 0, 0]).map(drop)

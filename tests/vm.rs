@@ -339,6 +339,38 @@ fn add_helper_cases(s: &mut Script, phase: &str) {
     }
 }
 
+/// The doctor as each guest, on the guest's host and under srt's
+/// bubblewrap line (cases `doctor-host-WHO`, `doctor-bwrap-WHO`).
+fn add_doctor_cases(s: &mut Script) {
+    for who in GUESTS {
+        s.case(
+            &format!("doctor-host-{who:?}"),
+            who,
+            &[],
+            &[HELPER.into(), "--doctor".into(), "--json".into()],
+        );
+        s.case(
+            &format!("doctor-bwrap-{who:?}"),
+            who,
+            &[],
+            &bwrap(who, &[HELPER, "--doctor", "--json"]),
+        );
+    }
+}
+
+/// A doctor case's JSON report, and one check of it: (status, found, fix).
+fn doctor_check(ran: &Ran, name: &str) -> (serde_json::Value, String, String, String) {
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout)
+        .unwrap_or_else(|e| panic!("doctor output is not JSON ({e}): {}", ran.all()));
+    let check = report["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no check {name}: {}", ran.all()))
+        .clone();
+    let text = |k: &str| check[k].as_str().unwrap_or("").to_string();
+    (report, text("status"), text("found"), text("fix"))
+}
+
 #[test]
 fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
     let mut s = Script::new();
@@ -351,6 +383,7 @@ fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
     s.line(&format!("run load-profile apparmor_parser -r {PROFILE}"));
     add_helper_cases(&mut s, "on");
     add_guard_case(&mut s, "on");
+    add_doctor_cases(&mut s);
     s.line(
         "run denials sh -c \"dmesg | grep 'apparmor=\\\"DENIED\\\" operation=\\\"capable\\\"' \
          | grep -c 'profile=\\\"unpriv_bwrap\\\"'\"",
@@ -536,6 +569,32 @@ fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
             }
         }
     }
+    // The doctor says which way in the helper takes under the profile:
+    // its run under srt's bubblewrap line took the capability-free way
+    // (so the verdict is the capability-free way), and inside bubblewrap
+    // the entry itself names the denial and the way taken.
+    for who in GUESTS {
+        let host = get(&cases, &format!("doctor-host-{who:?}"));
+        let (report, status, found, _) = doctor_check(host, "bubblewrap run");
+        assert_eq!(host.status, 0, "{who:?}: {}", host.all());
+        assert_eq!(report["way_in"], "capability-free", "{}", host.all());
+        assert_eq!(status, "ok", "{}", host.all());
+        assert!(
+            found.contains("the capability-free way in"),
+            "{}",
+            host.all()
+        );
+        let inside = get(&cases, &format!("doctor-bwrap-{who:?}"));
+        let (_, status, found, _) = doctor_check(inside, "user namespaces");
+        assert_eq!(status, "warning", "{who:?}: {}", inside.all());
+        for want in [
+            "no capability in it can be used",
+            "unpriv_bwrap",
+            "so the helper takes the capability-free way in here",
+        ] {
+            assert!(found.contains(want), "{want}: {}", inside.all());
+        }
+    }
     // The decision came from the kernel's answer: AppArmor logged its
     // capability denials under unpriv_bwrap.
     let denials = get(&cases, "denials");
@@ -563,6 +622,7 @@ fn without_landlock_the_helper_fails_closed_naming_the_cause() {
             &["--way-in=capability-free"],
         );
     }
+    add_doctor_cases(&mut s);
     let Some(cases) = boot("trixie", "lockdown,yama,apparmor,bpf", &s, "no-landlock") else {
         return;
     };
@@ -592,6 +652,32 @@ fn without_landlock_the_helper_fails_closed_naming_the_cause() {
                 on.all()
             );
         }
+        // The doctor: no sandbox can start (exit 1); its bubblewrap run
+        // shows the helper's refusal, and inside bubblewrap the entry
+        // check names what Landlock lacks and the narrowest fix.
+        let host = get(&cases, &format!("doctor-host-{who:?}"));
+        let (report, status, found, _) = doctor_check(host, "bubblewrap run");
+        assert_eq!(host.status, 1, "{who:?}: {}", host.all());
+        assert_eq!(report["can_run"], false, "{}", host.all());
+        assert_eq!(status, "fail", "{}", host.all());
+        assert!(
+            found.contains("Landlock is built into this kernel but not enabled"),
+            "{}",
+            host.all()
+        );
+        let inside = get(&cases, &format!("doctor-bwrap-{who:?}"));
+        let (_, status, found, fix) = doctor_check(inside, "user namespaces");
+        assert_eq!(status, "fail", "{who:?}: {}", inside.all());
+        assert!(
+            found.contains("the capability-free way in cannot run"),
+            "{}",
+            inside.all()
+        );
+        assert!(
+            fix.starts_with("Narrowest fix: boot a kernel with Landlock ABI 6"),
+            "{}",
+            inside.all()
+        );
         let forced = get(&cases, &format!("forced-{who:?}"));
         assert_eq!(forced.status, 125, "{who:?}: {}", forced.all());
         assert!(!forced.stdout.contains("RAN"), "{}", forced.all());
@@ -854,6 +940,13 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             } else {
                 HELPER.to_string()
             };
+            // The doctor's raw seccomp and prctl calls (sys.rs) on aarch64.
+            s.case(
+                &format!("{tag}-doctor"),
+                who,
+                &[],
+                &wrap(&[HELPER, "--doctor", "--json"]),
+            );
             let user = if who == Guest::Root { "root" } else { "nobody" };
             s.line(&format!("sigkill_case {tag}-sigkill {user} {prefix}"));
             s.line(&format!("term_case {tag}-forwarded {user} {prefix}"));
@@ -907,6 +1000,32 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                 let wrong =
                     threats::filter_mismatches(Arch::Aarch64, &got, nested, privileged, false);
                 assert!(wrong.is_empty(), "{}\n{}", ctx(name), wrong.join("\n"));
+            }
+
+            // The doctor: seccomp's actions asked with the raw aarch64
+            // calls; the entry and a run of the helper work.
+            let doctor = case("doctor");
+            for (name, want) in [
+                ("kernel", "aarch64"),
+                (
+                    "seccomp",
+                    "filters available; SECCOMP_RET_USER_NOTIF available",
+                ),
+                ("this process", "no seccomp filter (PR_GET_SECCOMP: 0)"),
+                ("user namespaces", "the helper's entry works"),
+                (
+                    "helper run",
+                    "2 filters of the helper, socket(AF_UNIX) refused (EPERM)",
+                ),
+            ] {
+                let (_, status, found, _) = doctor_check(doctor, name);
+                assert_eq!(status, "ok", "{name}: {}", ctx("doctor"));
+                assert!(found.contains(want), "{name}: {want}: {}", ctx("doctor"));
+            }
+            if place == "direct" {
+                assert_eq!(doctor.status, 0, "{}", ctx("doctor"));
+                let (_, status, _, _) = doctor_check(doctor, "bubblewrap run");
+                assert_eq!(status, "ok", "{}", ctx("doctor"));
             }
 
             let text = &case("status").stdout;

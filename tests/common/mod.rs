@@ -24,23 +24,9 @@ use std::sync::OnceLock;
 pub const NOBODY: u32 = 65534;
 const PREFIX: &str = "apply-seccomp-test-";
 
-/// The options srt gives bubblewrap around the helper (CONTRACT.md).
-pub const BWRAP_OPTIONS: [&str; 14] = [
-    "--new-session",
-    "--die-with-parent",
-    "--unshare-net",
-    "--ro-bind",
-    "/",
-    "/",
-    "--dev",
-    "/dev",
-    "--unshare-pid",
-    "--unshare-user",
-    "--cap-drop",
-    "ALL",
-    "--proc",
-    "/proc",
-];
+// The options srt gives bubblewrap around the helper: `BWRAP_OPTIONS`,
+// the same list the doctor's bubblewrap run uses.
+include!("../../src/doctor/srt_options.rs");
 
 pub fn must_work() -> bool {
     std::env::var_os("APPLY_SECCOMP_MUST_WORK").is_some_and(|v| v == "1")

@@ -1,0 +1,351 @@
+//! The sandbox itself, tried for real: the helper's entry (in a child that
+//! exits: `--doctor-entry`, child.rs), a run of the helper on the host, and
+//! bubblewrap (found where, which version, setuid or not, and a run with
+//! srt's options of this helper). Both runs have the helper run this
+//! binary as the command (`--doctor-probe`, child.rs), which says what the
+//! command sees.
+
+use std::ffi::OsStr;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use super::machine::status_field;
+use super::srt_options::BWRAP_OPTIONS;
+use super::{Check, WayTaken, run_bounded};
+use crate::shim;
+
+/// How long a child of the doctor may take.
+const ENTRY_LIMIT: Duration = Duration::from_secs(10);
+const RUN_LIMIT: Duration = Duration::from_secs(20);
+const VERSION_LIMIT: Duration = Duration::from_secs(5);
+
+/// The value of `key=` in a child's lines.
+fn field<'a>(lines: &'a str, key: &str) -> Option<&'a str> {
+    lines
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// The user-namespaces check: the helper's entry in a child.
+pub fn entry(binary: &Path) -> (Check, WayTaken) {
+    const NAME: &str = "user namespaces";
+    let mut cmd = Command::new(binary);
+    cmd.arg("--doctor-entry");
+    let ran = match run_bounded(cmd, ENTRY_LIMIT) {
+        Ok(ran) => ran,
+        Err(e) => {
+            return (
+                Check::fail(
+                    NAME,
+                    format!("could not run {}: {e}", binary.display()),
+                    "see the error",
+                ),
+                WayTaken::None,
+            );
+        }
+    };
+    let (Some(way), Some(found), Some(fix)) = (
+        field(&ran.stdout, "way"),
+        field(&ran.stdout, "found"),
+        field(&ran.stdout, "fix"),
+    ) else {
+        return (
+            Check::fail(
+                NAME,
+                format!(
+                    "the entry child gave no answer ({}; {})",
+                    ran.describe(ENTRY_LIMIT),
+                    ran.stderr_text()
+                ),
+                "run `SRT_DEBUG=1 apply-seccomp true` and report what it prints",
+            ),
+            WayTaken::None,
+        );
+    };
+    match way {
+        "namespaces" => (Check::ok(NAME, found), WayTaken::Namespaces),
+        "capability-free" => (Check::warn(NAME, found, fix), WayTaken::CapabilityFree),
+        _ => (Check::fail(NAME, found, fix), WayTaken::None),
+    }
+}
+
+/// The seccomp filters this process already has (a command inherits them).
+fn inherited_filters() -> u32 {
+    status_field("Seccomp_filters")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Checks what `--doctor-probe` saw under the helper: the helper's two
+/// filters (over those inherited), no_new_privs, AF_UNIX refused with
+/// EPERM. Returns the way in it shows (PID 2: namespaces) or what is wrong.
+fn judge_probe(out: &str, inherited: u32) -> Result<(WayTaken, String), String> {
+    let filters: u32 = field(out, "seccomp_filters")
+        .and_then(|v| v.parse().ok())
+        .ok_or("no answer from the command")?;
+    let unix = field(out, "af_unix").unwrap_or("?");
+    let nnp = field(out, "no_new_privs").unwrap_or("?");
+    let pid = field(out, "pid").unwrap_or("?");
+    let own = filters.saturating_sub(inherited);
+    if own < 2 || unix != "EPERM" || nnp != "1" {
+        return Err(format!(
+            "the command saw {own} filter(s) of the helper (want 2), socket(AF_UNIX): {unix} \
+             (want EPERM), NoNewPrivs: {nnp}"
+        ));
+    }
+    let way = if pid == "2" {
+        WayTaken::Namespaces
+    } else {
+        WayTaken::CapabilityFree
+    };
+    Ok((
+        way,
+        format!(
+            "the command saw {own} filters of the helper, socket(AF_UNIX) refused (EPERM), \
+             NoNewPrivs 1, {}",
+            match way {
+                WayTaken::Namespaces => "PID 2 of a new PID namespace".to_string(),
+                _ => format!("PID {pid}: the capability-free way in"),
+            }
+        ),
+    ))
+}
+
+/// A run of the helper on the host, the command this binary's probe.
+pub fn host_run(binary: &Path, way: WayTaken) -> Check {
+    const NAME: &str = "helper run";
+    if way == WayTaken::None {
+        return Check::warn(
+            NAME,
+            "not tried: the helper's entry fails here (above)",
+            "see the user-namespaces check",
+        );
+    }
+    let mut cmd = Command::new(binary);
+    cmd.arg("--").arg(binary).arg("--doctor-probe");
+    cmd.env_remove("SRT_ALLOW_NESTED_USERNS");
+    match run_bounded(cmd, RUN_LIMIT) {
+        Ok(ran) if ran.status.is_some_and(|s| s.success()) => {
+            match judge_probe(&ran.stdout, inherited_filters()) {
+                Ok((_, found)) => Check::ok(NAME, format!("on this host: {found}")),
+                Err(wrong) => Check::fail(NAME, wrong, "report it with this line"),
+            }
+        }
+        Ok(ran) => Check::fail(
+            NAME,
+            format!(
+                "apply-seccomp -- apply-seccomp --doctor-probe: {}: {}",
+                ran.describe(RUN_LIMIT),
+                ran.stderr_text()
+            ),
+            "run `SRT_DEBUG=1 apply-seccomp true` for the step that fails",
+        ),
+        Err(e) => Check::fail(
+            NAME,
+            format!("could not run the helper: {e}"),
+            "see the error",
+        ),
+    }
+}
+
+/// Where the `bwrap` clients run is: the first on PATH (the shim, if it is
+/// this binary, and then the real one it runs).
+struct Found {
+    /// What clients run: the first `bwrap` on PATH.
+    first: PathBuf,
+    /// The real bubblewrap behind it (the same, unless `first` is the shim).
+    real: Result<PathBuf, String>,
+}
+
+fn find_bwrap(binary: &Path) -> Option<Found> {
+    let path = std::env::var_os("PATH")?;
+    let first = std::env::split_paths(&path)
+        .map(|d| d.join("bwrap"))
+        .find(|c| shim::executable(c))?;
+    let real = if shim::is_ours(&first, binary) {
+        shim::find_real_bwrap(
+            binary,
+            std::env::var_os("APPLY_SECCOMP_BWRAP").as_deref(),
+            Some(&path),
+            &[],
+        )
+    } else {
+        Ok(first.clone())
+    };
+    Some(Found { first, real })
+}
+
+/// The bubblewrap checks: found where, version, setuid; then a run of this
+/// helper under it with srt's options.
+pub fn bubblewrap(binary: &Path) -> (Check, Option<Check>, Option<WayTaken>) {
+    const NAME: &str = "bubblewrap";
+    let Some(found) = find_bwrap(binary) else {
+        return (
+            Check::fail(
+                NAME,
+                "no bwrap on PATH: srt and Claude Code run every sandboxed command through \
+                 bubblewrap",
+                "install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap)",
+            ),
+            None,
+            None,
+        );
+    };
+    let real = match &found.real {
+        Ok(real) => real.clone(),
+        Err(e) => {
+            return (
+                Check::fail(
+                    NAME,
+                    format!(
+                        "the first bwrap on PATH, {}, is this binary (the shim), and it finds \
+                         no real bubblewrap: {e}",
+                        found.first.display()
+                    ),
+                    "install bubblewrap, or set APPLY_SECCOMP_BWRAP to it",
+                ),
+                None,
+                None,
+            );
+        }
+    };
+    let source = if found.first == real {
+        "first on PATH".to_string()
+    } else if std::env::var_os("APPLY_SECCOMP_BWRAP").is_some() {
+        format!(
+            "APPLY_SECCOMP_BWRAP, behind the shim {}",
+            found.first.display()
+        )
+    } else {
+        format!("behind the shim {} on PATH", found.first.display())
+    };
+    let mut ask = Command::new(&real);
+    ask.arg("--version");
+    let version = match run_bounded(ask, VERSION_LIMIT) {
+        Ok(r) if r.status.is_some_and(|s| s.success()) => Ok(r.stdout.trim().to_string()),
+        Ok(r) => Err(format!("--version: {}", r.describe(VERSION_LIMIT))),
+        Err(e) => Err(format!("--version: {e}")),
+    };
+    let setuid = std::fs::metadata(&real)
+        .map(|m| m.mode() & 0o4000 != 0 && m.uid() == 0)
+        .unwrap_or(false);
+    let what = |version: &str| {
+        format!(
+            "{} ({source}), {version}, {}",
+            real.display(),
+            if setuid { "setuid root" } else { "not setuid" }
+        )
+    };
+    let found_check = match &version {
+        Ok(v) => Check::ok(NAME, what(v)),
+        Err(e) => Check::warn(
+            NAME,
+            what(e),
+            "make sure this is bubblewrap: it does not answer --version as bubblewrap does",
+        ),
+    };
+
+    // The run: what clients run (the first bwrap on PATH), srt's options.
+    const RUN: &str = "bubblewrap run";
+    let root = nix::unistd::geteuid().is_root();
+    let mut cmd = Command::new(&found.first);
+    cmd.args(BWRAP_OPTIONS);
+    if root {
+        cmd.args(["--cap-add", "CAP_SETFCAP"]);
+    }
+    cmd.arg("--")
+        .arg(binary)
+        .arg("--")
+        .arg(binary)
+        .arg("--doctor-probe");
+    cmd.env_remove("SRT_ALLOW_NESTED_USERNS");
+    let line = format!(
+        "bwrap {}{} -- apply-seccomp -- apply-seccomp --doctor-probe",
+        BWRAP_OPTIONS.join(" "),
+        if root { " --cap-add CAP_SETFCAP" } else { "" }
+    );
+    let run_check = match run_bounded(cmd, RUN_LIMIT) {
+        Ok(ran) if ran.status.is_some_and(|s| s.success()) => {
+            match judge_probe(&ran.stdout, inherited_filters()) {
+                Ok((way, what)) => {
+                    return (
+                        found_check,
+                        Some(Check::ok(RUN, format!("{line}: {what}"))),
+                        Some(way),
+                    );
+                }
+                Err(wrong) => {
+                    Check::fail(RUN, format!("{line}: {wrong}"), "report it with this line")
+                }
+            }
+        }
+        Ok(ran) => {
+            let text = ran.stderr_text();
+            let in_sandbox = matches!(
+                std::fs::read_to_string("/proc/1/comm")
+                    .as_deref()
+                    .map(str::trim),
+                Ok("bwrap" | "apply-seccomp")
+            );
+            let fix = if text.contains("apply-seccomp:") {
+                "the helper failed inside bubblewrap: its message (above) says the cause"
+            } else if in_sandbox {
+                "this doctor runs inside a sandbox (the environment check), where bubblewrap \
+                 may not start another: run the doctor where the client runs"
+            } else if !binary_reachable(binary) {
+                "install the helper where every user can read and execute it (a folder \
+                 bubblewrap's --ro-bind / / shows)"
+            } else {
+                "bubblewrap itself failed: see its message; bubblewrap needs user namespaces \
+                 too (the user-namespaces check)"
+            };
+            Check::fail(
+                RUN,
+                format!("{line}: {}: {text}", ran.describe(RUN_LIMIT)),
+                fix,
+            )
+        }
+        Err(e) => Check::fail(
+            RUN,
+            format!("could not run {}: {e}", found.first.display()),
+            "see the error",
+        ),
+    };
+    (found_check, Some(run_check), None)
+}
+
+/// Whether `binary` and every folder above it can be reached (read and
+/// searched) by this user.
+fn binary_reachable(binary: &Path) -> bool {
+    nix::unistd::access(binary, nix::unistd::AccessFlags::X_OK).is_ok()
+        && binary.ancestors().skip(1).all(|d| {
+            d.as_os_str() == OsStr::new("")
+                || nix::unistd::access(d, nix::unistd::AccessFlags::X_OK).is_ok()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_must_show_both_filters_and_af_unix_refused() {
+        let good = "pid=2\nseccomp_filters=2\nno_new_privs=1\naf_unix=EPERM\n";
+        assert_eq!(judge_probe(good, 0).unwrap().0, WayTaken::Namespaces);
+        let capfree = "pid=812\nseccomp_filters=2\nno_new_privs=1\naf_unix=EPERM\n";
+        assert_eq!(judge_probe(capfree, 0).unwrap().0, WayTaken::CapabilityFree);
+        // Inherited filters do not count as the helper's.
+        let inherited = "pid=2\nseccomp_filters=3\nno_new_privs=1\naf_unix=EPERM\n";
+        assert!(judge_probe(inherited, 2).is_err());
+        for bad in [
+            "pid=2\nseccomp_filters=1\nno_new_privs=1\naf_unix=EPERM\n",
+            "pid=2\nseccomp_filters=2\nno_new_privs=1\naf_unix=allowed\n",
+            "pid=2\nseccomp_filters=2\nno_new_privs=0\naf_unix=EPERM\n",
+            "",
+        ] {
+            assert!(judge_probe(bad, 0).is_err(), "{bad:?}");
+        }
+    }
+}

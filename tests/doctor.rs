@@ -1,0 +1,607 @@
+//! `apply-seccomp --doctor`: each verdict from a real situation, never a
+//! mock: root and uid 65534 on the host and inside bubblewrap; under a
+//! seccomp filter that refuses `unshare` (the doctor run through this
+//! helper); `user.max_user_namespaces=0` in a user namespace; no bubblewrap
+//! on PATH; a bubblewrap that never answers (the time bound, and nothing
+//! left running); srt settings files whose `applyPath` is missing,
+//! relative, inside an `allowWrite` folder, or right; the shim first on
+//! PATH and not. The JSON is read with serde_json, as a tool would.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Place, User, fixture, is_root, which};
+use serde_json::Value;
+
+/// One run of the doctor (`--json`), read.
+struct Doctor {
+    status: i32,
+    report: Value,
+    stderr: String,
+}
+
+impl Doctor {
+    fn check(&self, name: &str) -> &Value {
+        self.report["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name}: {}", self.report))
+    }
+
+    fn status_of(&self, name: &str) -> &str {
+        self.check(name)["status"].as_str().unwrap()
+    }
+
+    fn found(&self, name: &str) -> &str {
+        self.check(name)["found"].as_str().unwrap()
+    }
+
+    fn fix(&self, name: &str) -> &str {
+        self.check(name)["fix"].as_str().unwrap_or("")
+    }
+
+    /// Panics with the whole report unless `name` has `status` and its
+    /// found text holds `want`.
+    fn expect(&self, name: &str, status: &str, want: &str) {
+        assert_eq!(self.status_of(name), status, "{name}: {}", self.report);
+        assert!(
+            self.found(name).contains(want),
+            "{name} lacks {want:?}: {}",
+            self.report
+        );
+    }
+}
+
+/// A home folder for `user` with nothing in it (no srt settings).
+fn empty_home(tag: &str) -> PathBuf {
+    let home = fixture().dir.join(format!("home-{tag}"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+    home
+}
+
+fn read(out: std::process::Output) -> Doctor {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {text}\n{}", common::stderr(&out)));
+    let status = out.status.code().expect("an exit status");
+    // The exit status and the verdict agree.
+    assert_eq!(report["can_run"] == true, status == 0, "{report}");
+    Doctor {
+        status,
+        report,
+        stderr: common::stderr(&out),
+    }
+}
+
+/// `apply-seccomp --doctor --json args...` at `place` as `user`, with a
+/// clean environment (PATH, an empty HOME) plus `env`.
+fn doctor(place: Place, user: User, env: &[(&str, &str)], args: &[&str]) -> Doctor {
+    let home = empty_home(&format!("{place:?}-{user:?}"));
+    let mut all = vec![("HOME", home.to_str().unwrap())];
+    all.extend(env);
+    let mut words = vec!["--doctor", "--json"];
+    words.extend(args);
+    read(
+        common::command(place, user, &all, &fixture().helper, &words)
+            .output()
+            .expect("run the doctor"),
+    )
+}
+
+fn bwrap_present() -> bool {
+    which("bwrap").is_some() || common::skip("bubblewrap (bwrap) is not installed")
+}
+
+#[test]
+fn a_sandbox_starts_here_as_root_and_as_nobody_on_the_host() {
+    if !bwrap_present() {
+        return;
+    }
+    for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Host) {
+        let d = doctor(place, user, &[], &[]);
+        let ctx = format!("{user:?}: {}", d.report);
+        assert_eq!(d.status, 0, "{ctx}\n{}", d.stderr);
+        assert_eq!(d.report["way_in"], "namespaces", "{ctx}");
+        d.expect("user namespaces", "ok", "the helper's entry works");
+        let entry = if user == User::Root {
+            "directly (this user holds CAP_SYS_ADMIN)"
+        } else {
+            "a new user namespace"
+        };
+        d.expect("user namespaces", "ok", entry);
+        for run in ["helper run", "bubblewrap run"] {
+            d.expect(
+                run,
+                "ok",
+                "2 filters of the helper, socket(AF_UNIX) refused (EPERM), NoNewPrivs 1, PID 2",
+            );
+        }
+        // srt's options, with --cap-add CAP_SETFCAP for root only.
+        assert_eq!(
+            d.found("bubblewrap run").contains("--cap-add CAP_SETFCAP"),
+            user == User::Root,
+            "{ctx}"
+        );
+        d.expect("bubblewrap", "ok", "(first on PATH), bubblewrap ");
+        d.expect("this process", "ok", "no seccomp filter");
+        // No settings file, no shim: warnings, each with its one fix.
+        d.expect("srt", "warning", "no settings file at");
+        assert!(d.fix("srt").contains("applyPath"), "{ctx}");
+        d.expect("claude code", "warning", "not this binary");
+        assert!(d.fix("claude code").contains("ln -sf"), "{ctx}");
+    }
+}
+
+#[test]
+fn inside_bubblewrap_the_entry_works_and_a_nested_bubblewrap_is_judged_as_it_runs() {
+    if !bwrap_present() {
+        return;
+    }
+    for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Bwrap) {
+        let d = doctor(place, user, &[], &[]);
+        let ctx = format!("{user:?}: {}", d.report);
+        d.expect("environment", "ok", "a bubblewrap sandbox (PID 1 is bwrap)");
+        d.expect("user namespaces", "ok", "a new user namespace");
+        d.expect("helper run", "ok", "2 filters of the helper");
+        // Whether bubblewrap starts inside bubblewrap depends on the
+        // kernel's view of /proc there: ask it directly, then compare.
+        let mut nested = vec!["bwrap"];
+        nested.extend(common::BWRAP_OPTIONS);
+        if user == User::Root {
+            nested.extend(["--cap-add", "CAP_SETFCAP"]);
+        }
+        nested.extend(["--", "true"]);
+        let env_bin = which("env").expect("env");
+        let out = common::command(place, user, &[], &env_bin, &nested)
+            .output()
+            .expect("nested bwrap");
+        let works = out.status.success();
+        assert_eq!(
+            d.status_of("bubblewrap run") == "ok",
+            works,
+            "{ctx}\nnested bwrap directly: {}",
+            common::stderr(&out)
+        );
+        assert_eq!(d.status == 0, works, "{ctx}");
+        if !works {
+            assert!(
+                d.fix("bubblewrap run").contains("inside a sandbox"),
+                "{ctx}"
+            );
+        }
+    }
+}
+
+#[test]
+fn under_a_filter_that_refuses_unshare_it_names_the_filter() {
+    if !bwrap_present() {
+        return;
+    }
+    for &(place, user) in &common::matrix() {
+        // The doctor as the command of this helper: its namespaces filter
+        // refuses unshare and clone with new namespaces.
+        let home = empty_home("filtered");
+        let h = fixture().helper.to_str().unwrap();
+        let out = common::command(
+            place,
+            user,
+            &[("HOME", home.to_str().unwrap())],
+            &fixture().helper,
+            &[h, "--doctor", "--json"],
+        )
+        .output()
+        .expect("run");
+        let d = read(out);
+        let ctx = format!("{place:?} {user:?}: {}", d.report);
+        assert_eq!(d.status, 1, "{ctx}");
+        assert_eq!(d.report["way_in"], Value::Null, "{ctx}");
+        d.expect("this process", "warning", "already runs under seccomp");
+        // Under bubblewrap the helper's own /proc mount may be refused
+        // (and tolerated: root's case), so the /proc seen can be
+        // bubblewrap's.
+        d.expect(
+            "environment",
+            "ok",
+            match place {
+                Place::Host => "a sandbox of this helper (PID 1 is apply-seccomp)",
+                Place::Bwrap => "(PID 1 is ",
+            },
+        );
+        assert_eq!(d.status_of("user namespaces"), "fail", "{ctx}");
+        for want in [
+            "this process already runs under a seccomp filter",
+            "container whose profile refuses user namespaces",
+        ] {
+            assert!(d.fix("user namespaces").contains(want), "{want}: {ctx}");
+        }
+        d.expect("helper run", "warning", "not tried");
+        assert_eq!(d.status_of("bubblewrap run"), "fail", "{ctx}");
+    }
+}
+
+#[test]
+fn a_namespace_limit_of_zero_is_named_with_its_sysctl() {
+    let (Some(unshare), Some(setpriv)) = (which("unshare"), which("setpriv")) else {
+        common::skip("unshare and setpriv (util-linux) are needed");
+        return;
+    };
+    for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Host) {
+        // In a user namespace of its own, the limit set to 0; then the
+        // doctor with no capability (no root privileges on exec either),
+        // so the helper's entry must make a user namespace, and cannot.
+        let script = format!(
+            "echo 0 > /proc/sys/user/max_user_namespaces && exec {} --securebits \
+             +noroot,+noroot_locked --bounding-set -all --inh-caps -all {} --doctor --json",
+            setpriv.display(),
+            fixture().helper.display()
+        );
+        let home = empty_home("limit");
+        let out = common::command(
+            place,
+            user,
+            &[("HOME", home.to_str().unwrap())],
+            &unshare,
+            &["--user", "--map-root-user", "/bin/sh", "-c", &script],
+        )
+        .output()
+        .expect("run");
+        let d = read(out);
+        let ctx = format!("{user:?}: {}", d.report);
+        assert_eq!(d.status, 1, "{ctx}\n{}", d.stderr);
+        d.expect("user namespaces", "fail", "No space left on device");
+        assert!(
+            d.fix("user namespaces")
+                .contains("user.max_user_namespaces is 0 in the namespace this runs in"),
+            "{ctx}"
+        );
+        assert!(
+            d.fix("user namespaces")
+                .contains("sysctl -w user.max_user_namespaces=N"),
+            "{ctx}"
+        );
+    }
+}
+
+#[test]
+fn the_einval_race_is_called_transient() {
+    let Some(strace) = which("strace") else {
+        common::skip("strace is not installed");
+        return;
+    };
+    // The entry child's user namespace unshare (its second unshare, after
+    // the direct one's EPERM) answers EINVAL every time, as the kernel does
+    // while it still counts a thread that has just exited.
+    let home = empty_home("einval");
+    let mut cmd = Command::new(strace);
+    cmd.args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=unshare", "-e"])
+        .arg("inject=unshare:error=EINVAL:when=2+");
+    if is_root() {
+        cmd.args(["-u", "nobody"]);
+    }
+    cmd.arg(&fixture().helper)
+        .args(["--doctor", "--json"])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &home)
+        .current_dir("/");
+    let d = read(cmd.output().expect("run strace"));
+    assert_eq!(d.status, 1, "{}", d.report);
+    d.expect(
+        "user namespaces",
+        "fail",
+        "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): Invalid argument after 12 tries",
+    );
+    assert!(
+        d.fix("user namespaces")
+            .starts_with("transient: the kernel still counted another thread"),
+        "{}",
+        d.report
+    );
+}
+
+#[test]
+fn without_bubblewrap_on_path_it_cannot_run() {
+    for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Host) {
+        let d = doctor(place, user, &[("PATH", "/nonexistent")], &[]);
+        let ctx = format!("{user:?}: {}", d.report);
+        assert_eq!(d.status, 1, "{ctx}");
+        d.expect("bubblewrap", "fail", "no bwrap on PATH");
+        assert!(
+            d.fix("bubblewrap").contains("apt-get install bubblewrap"),
+            "{ctx}"
+        );
+        // The helper itself still works here.
+        d.expect("helper run", "ok", "2 filters");
+    }
+}
+
+#[test]
+fn a_step_that_never_answers_is_cut_off_and_leaves_nothing_running() {
+    let dir = fixture().dir.join("hung-bwrap");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let pids = dir.join("pids");
+    // A `bwrap` that never answers, with a child of its own.
+    let fake = fixture().script(
+        "hung-bwrap/bwrap",
+        &format!(
+            "#!/bin/sh\nsleep 1000 &\necho $! >> {p}\necho $$ >> {p}\nwait\n",
+            p = pids.display()
+        ),
+    );
+    let path = format!("{}:/usr/bin:/bin", fake.parent().unwrap().display());
+    for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Host) {
+        let _ = std::fs::remove_file(&pids);
+        let started = std::time::Instant::now();
+        let d = doctor(
+            place,
+            user,
+            &[("PATH", &path), ("APPLY_SECCOMP_DOCTOR_LIMIT", "1")],
+            &[],
+        );
+        let took = started.elapsed();
+        let ctx = format!("{user:?}: {}", d.report);
+        d.expect(
+            "bubblewrap",
+            "warning",
+            "--version: no answer in 1 s (killed)",
+        );
+        d.expect("bubblewrap run", "fail", "no answer in 1 s (killed)");
+        assert_eq!(d.status, 1, "{ctx}");
+        // Nothing it started is left: every pid the fake wrote is gone.
+        let written = std::fs::read_to_string(&pids).unwrap_or_default();
+        assert!(written.lines().count() >= 4, "{written:?}");
+        for pid in written.lines() {
+            let gone = !Path::new("/proc").join(pid.trim()).exists()
+                || std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+                    .is_ok_and(|s| s.contains(") Z "));
+            assert!(gone, "pid {pid} left running ({ctx})");
+        }
+        // Bounded: two one-second steps, not the default 5 + 20 s.
+        assert!(took.as_secs() < 15, "took {took:?}");
+    }
+}
+
+/// Writes an srt settings file (mode 0644) and returns its path.
+fn settings(name: &str, text: &str) -> PathBuf {
+    let p = fixture().dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    p
+}
+
+#[test]
+fn the_srt_settings_file_names_this_helper_out_of_reach() {
+    let h = fixture().helper.to_str().unwrap().to_string();
+    let dir = fixture().dir.to_str().unwrap().to_string();
+    let cases: [(&str, String, &str, &str); 7] = [
+        (
+            "missing",
+            format!(r#"{{"seccomp": {{"applyPath": "{dir}/not-there"}}}}"#),
+            "fail",
+            "srt silently falls back to its bundled helper",
+        ),
+        (
+            "relative",
+            r#"{"seccomp": {"applyPath": "bin/apply-seccomp"}}"#.into(),
+            "fail",
+            "is relative",
+        ),
+        (
+            "writable",
+            format!(
+                r#"{{"filesystem": {{"allowWrite": ["/nowhere", "{dir}"]}},
+                    "seccomp": {{"applyPath": "{h}"}}}}"#
+            ),
+            "fail",
+            "a sandboxed command can replace the helper",
+        ),
+        (
+            "glob",
+            format!(
+                r#"{{"filesystem": {{"allowWrite": ["{dir}/../apply-seccomp-test-*"]}},
+                    "seccomp": {{"applyPath": "{h}"}}}}"#
+            ),
+            "fail",
+            "a sandboxed command can replace the helper",
+        ),
+        (
+            "right",
+            format!(
+                r#"{{"filesystem": {{"allowWrite": ["{dir}/work"]}},
+                    "seccomp": {{"applyPath": "{h}"}}}}"#
+            ),
+            "ok",
+            "is this binary, executable, outside every allowWrite folder",
+        ),
+        (
+            "unset",
+            r#"{"filesystem": {"allowWrite": []}}"#.into(),
+            "warning",
+            "seccomp.applyPath is not set",
+        ),
+        (
+            "broken",
+            r#"{"seccomp": {"applyPath": "#.into(),
+            "fail",
+            "not JSON",
+        ),
+    ];
+    // Another build of this helper (another file), and not a helper at all.
+    let other = fixture().helper_copy("other-build", 0o755);
+    let cases: Vec<_> = cases
+        .into_iter()
+        .chain([
+            (
+                "other-build",
+                format!(r#"{{"seccomp": {{"applyPath": "{}"}}}}"#, other.display()),
+                "warning",
+                "is another helper: another build of this helper (features: userns-limit race-free",
+            ),
+            (
+                "not-a-helper",
+                r#"{"seccomp": {"applyPath": "/bin/true"}}"#.into(),
+                "warning",
+                "is another helper: not this helper",
+            ),
+        ])
+        .collect();
+    for (name, text, status, want) in cases {
+        let file = settings(&format!("srt-{name}.json"), &text);
+        for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Host) {
+            let d = doctor(
+                place,
+                user,
+                &[],
+                &["--srt-settings", file.to_str().unwrap()],
+            );
+            d.expect("srt", status, want);
+            // A bad applyPath is a failed verdict; the right one is not.
+            assert_eq!(d.status == 0, status != "fail", "{name}: {}", d.report);
+            if status != "ok" {
+                assert!(!d.fix("srt").is_empty(), "{name}: {}", d.report);
+            }
+        }
+    }
+    // The default file is ~/.srt-settings.json.
+    let home = empty_home("with-settings");
+    std::fs::copy(
+        fixture().dir.join("srt-relative.json"),
+        home.join(".srt-settings.json"),
+    )
+    .unwrap();
+    let out = common::command(
+        Place::Host,
+        User::Unprivileged,
+        &[("HOME", home.to_str().unwrap())],
+        &fixture().helper,
+        &["--doctor", "--json"],
+    )
+    .output()
+    .unwrap();
+    let d = read(out);
+    d.expect(
+        "srt",
+        "fail",
+        ".srt-settings.json: seccomp.applyPath bin/apply-seccomp is relative",
+    );
+}
+
+#[test]
+fn the_shim_first_on_path_is_found_with_what_it_runs() {
+    if !bwrap_present() {
+        return;
+    }
+    let dir = fixture().dir.join("shim-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let link = dir.join("bwrap");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&fixture().helper, &link).unwrap();
+    std::fs::create_dir_all(fixture().dir.join("wrapper-bin")).unwrap();
+    std::fs::set_permissions(
+        fixture().dir.join("wrapper-bin"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let wrapper = fixture().script(
+        "wrapper-bin/bwrap",
+        "#!/bin/sh\nexec /usr/bin/bwrap \"$@\"\n",
+    );
+    let real = which("bwrap").unwrap();
+    let real_dir = real.parent().unwrap().display().to_string();
+    let first = format!("{}:{real_dir}:/usr/bin:/bin", dir.display());
+    let behind_wrapper = format!(
+        "{}:{}:{real_dir}:/usr/bin:/bin",
+        wrapper.parent().unwrap().display(),
+        dir.display()
+    );
+    let after_real = format!("{real_dir}:{}:/usr/bin:/bin", dir.display());
+    for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Host) {
+        let d = doctor(place, user, &[("PATH", &first)], &[]);
+        let ctx = format!("{user:?}: {}", d.report);
+        d.expect(
+            "claude code",
+            "ok",
+            &format!(
+                "leads to this binary, {} (the shim), through no wrapper",
+                link.display()
+            ),
+        );
+        d.expect(
+            "claude code",
+            "ok",
+            &format!("the real bubblewrap {}", real.display()),
+        );
+        // The run goes through the shim, as Claude Code's would.
+        d.expect(
+            "bubblewrap",
+            "ok",
+            &format!("behind the shim {}", link.display()),
+        );
+        d.expect("bubblewrap run", "ok", "2 filters");
+        assert_eq!(d.status, 0, "{ctx}");
+
+        let d = doctor(place, user, &[("PATH", &behind_wrapper)], &[]);
+        d.expect("claude code", "ok", "through 1 wrapper(s)");
+
+        let d = doctor(place, user, &[("PATH", &after_real)], &[]);
+        d.expect(
+            "claude code",
+            "warning",
+            &format!("{} comes first", real.display()),
+        );
+        assert!(d.fix("claude code").contains("ln -sf"), "{}", d.report);
+        assert_eq!(d.status, 0, "a missing shim is a warning: {}", d.report);
+    }
+}
+
+#[test]
+fn the_text_has_one_line_per_check_and_a_verdict() {
+    let out = common::command(
+        Place::Host,
+        if is_root() {
+            User::Root
+        } else {
+            User::Unprivileged
+        },
+        &[
+            ("HOME", empty_home("text").to_str().unwrap()),
+            ("PATH", "/nonexistent"),
+        ],
+        &fixture().helper,
+        &["--doctor"],
+    )
+    .output()
+    .unwrap();
+    let text = common::stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("apply-seccomp "), "{text}");
+    assert!(
+        lines.last().unwrap().starts_with("verdict: fail: "),
+        "{text}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    for l in &lines[1..lines.len() - 1] {
+        let word = l.split_whitespace().next().unwrap();
+        assert!(["ok", "warning", "fail", "fix:"].contains(&word), "{l}");
+    }
+    // Anything not ok is followed by its fix.
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("warning ") || l.starts_with("fail ") {
+            assert!(lines[i + 1].trim_start().starts_with("fix: "), "{text}");
+        }
+    }
+    // A bad option is a usage error (125), not a verdict.
+    let bad = Command::new(&fixture().helper)
+        .args(["--doctor", "--bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(125));
+}
