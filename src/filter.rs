@@ -5,6 +5,8 @@ use crate::error::Error;
 
 #[cfg(test)]
 mod interp;
+#[cfg(test)]
+mod reference;
 /// The rule data; at run time only the observe table is read (observe.rs).
 #[allow(dead_code)]
 pub mod rules;

@@ -54,9 +54,25 @@ fn decode(bytes: &[u8]) -> Vec<Insn> {
         .collect()
 }
 
+/// A program decoded once, to run on many inputs.
+pub struct Decoded(Vec<Insn>);
+
+impl Decoded {
+    pub fn new(program: &[u8]) -> Decoded {
+        Decoded(decode(program))
+    }
+
+    pub fn run(&self, data: &SeccompData) -> Result<u32, String> {
+        execute(&self.0, data)
+    }
+}
+
 /// Runs `program` on `data`; returns the seccomp return value.
 pub fn run(program: &[u8], data: &SeccompData) -> Result<u32, String> {
-    let prog = decode(program);
+    execute(&decode(program), data)
+}
+
+fn execute(prog: &[Insn], data: &SeccompData) -> Result<u32, String> {
     let (mut a, mut x) = (0u32, 0u32);
     let mut mem = [0u32; 16];
     let mut pc = 0usize;

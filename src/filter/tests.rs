@@ -5,10 +5,13 @@
 
 use super::interp::{SeccompData, run};
 
-const UNIX_X86_64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/x86_64-unix.bpf"));
-const NS_X86_64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/x86_64-namespaces.bpf"));
-const UNIX_AARCH64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-unix.bpf"));
-const NS_AARCH64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-namespaces.bpf"));
+pub(super) const UNIX_X86_64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/x86_64-unix.bpf"));
+pub(super) const NS_X86_64: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/x86_64-namespaces.bpf"));
+pub(super) const UNIX_AARCH64: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-unix.bpf"));
+pub(super) const NS_AARCH64: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-namespaces.bpf"));
 
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 const AUDIT_ARCH_I386: u32 = 0x4000_0003;
@@ -16,7 +19,7 @@ const AUDIT_ARCH_AARCH64: u32 = 0xc000_00b7;
 const AUDIT_ARCH_ARM: u32 = 0x4000_0028;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
+pub(super) enum Outcome {
     Allow,
     Errno(u32),
     Kill,
@@ -26,7 +29,7 @@ use Outcome::*;
 const EPERM: Outcome = Errno(1);
 const ENOSYS: Outcome = Errno(38);
 
-fn outcome(ret: u32) -> Outcome {
+pub(super) fn outcome(ret: u32) -> Outcome {
     match ret & 0xffff_0000 {
         0x7fff_0000 => Allow,
         0x0005_0000 => Errno(ret & 0xffff),
@@ -492,10 +495,10 @@ fn model(abi: &Abi, d: &SeccompData) -> (Outcome, Outcome) {
 }
 
 /// xorshift64*: a small deterministic generator (no dependency).
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -547,6 +550,20 @@ fn random_data(abi: &Abi, rng: &mut Rng) -> SeccompData {
     } else {
         abi.arch
     };
+    let args = random_args(rng);
+    SeccompData {
+        nr,
+        arch,
+        instruction_pointer: rng.next(),
+        args,
+    }
+}
+
+/// Six arguments as the property test draws them: values the filters
+/// test (and their unions), random low halves, and upper halves of every
+/// kind (the filters read the low 32 bits only). Also the samples of the
+/// seccompiler reference check (reference.rs).
+pub(super) fn random_args(rng: &mut Rng) -> [u64; 6] {
     let interesting = [
         AF_UNIX,
         AF_VSOCK,
@@ -586,12 +603,7 @@ fn random_data(abi: &Abi, rng: &mut Rng) -> SeccompData {
         };
         *a = low | high;
     }
-    SeccompData {
-        nr,
-        arch,
-        instruction_pointer: rng.next(),
-        args,
-    }
+    args
 }
 
 fn property(abi: &Abi, seed: u64, cases: usize) {
@@ -624,8 +636,10 @@ fn aarch64_programs_agree_with_the_model_on_random_input() {
     property(&AARCH64, 0x5eed_0002, 50_000);
 }
 
-const OBSERVE_X86_64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/x86_64-observe.bpf"));
-const OBSERVE_AARCH64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-observe.bpf"));
+pub(super) const OBSERVE_X86_64: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/x86_64-observe.bpf"));
+pub(super) const OBSERVE_AARCH64: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-observe.bpf"));
 
 /// The observe filter, per architecture: (arch, program, openat, unlinkat,
 /// renameat2, read, legacy `open` where there is one). Numbers from the
