@@ -10,7 +10,7 @@
 //!
 //! The ruleset is made here, in the outer stub before the worker starts
 //! (it allocates); the worker joins it with one raw
-//! `landlock_restrict_self` (sys.rs) before its filters and exec.
+//! `landlock_restrict_self` (sys/raw.rs) before its filters and exec.
 
 use std::os::fd::OwnedFd;
 

@@ -24,7 +24,7 @@ pub const SCRUBBED: [&str; 5] = [
     "SRT_OBSERVE_SOCK",
     "SRT_ENCODED_CMD",
     "SRT_HELPER_FEATURES",
-    // The bwrap shim's list of bubblewraps already run (shim.rs).
+    // The bwrap shim's list of bubblewraps already run (shim/find.rs).
     "APPLY_SECCOMP_SHIM_VISITED",
 ];
 

@@ -21,7 +21,7 @@ pub const EXIT_CANNOT_EXEC: i32 = 126;
 pub const EXIT_NOT_FOUND: i32 = 127;
 
 /// The setup steps, in the order they run. The numbers travel over the
-/// control channel from the inner processes (`supervise.rs`).
+/// control channel from the inner processes (`plan.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Step {

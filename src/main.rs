@@ -2,9 +2,14 @@
 //! helper of Anthropic's sandbox runtime (`srt`).
 //!
 //! Data flows one way: cli -> filter (validate) -> userns (enter) ->
-//! supervise (outer stub / inner init) -> worker (exec). The race
-//! tester (`--race-test`, race.rs) calls the same `userns` entry routine.
-//! Only this file prints, and only `sys` holds `unsafe`.
+//! supervise (outer stub / inner init) -> worker (exec) -> sys, with the
+//! types the last three share (the plan, the control channel) in plan.rs,
+//! below them. The race tester (`--race-test`, race/) calls the same
+//! `userns` entry routine; the doctor (`--doctor`, doctor/) runs it in a
+//! child.
+//! Only this file prints (and the shim's entry, shim/run.rs, which ends in
+//! bubblewrap's exec and has no caller to return a message to), and only
+//! `sys` holds `unsafe`.
 //!
 //! There is no Rust `main`: `sys` exports the C `main`, which calls
 //! [`entry`]. Rust's runtime start-up would set SIGPIPE to ignored, a
@@ -25,6 +30,7 @@ mod filter;
 mod guard;
 mod json;
 mod observe;
+mod plan;
 mod race;
 mod shim;
 mod supervise;
@@ -39,7 +45,7 @@ use std::io::{self, Write};
 
 use cli::{Action, RunConfig};
 use error::{Error, Step};
-use supervise::{Kind, Report, Way};
+use plan::{Kind, Report, Way};
 use userns::{Backoff, Path};
 
 /// The program: returns the exit status.
@@ -57,7 +63,7 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
         cli::parse(&args, &cli::Env::from_process())
     };
     match action {
-        Ok(Action::BwrapShim(args)) => bwrap_shim(&args),
+        Ok(Action::BwrapShim(args)) => shim::run::run(&args),
         Ok(Action::Help) => print_out(&help()),
         Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", env!("CARGO_PKG_VERSION"))),
         Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),
@@ -123,153 +129,7 @@ fn help() -> String {
     )
 }
 
-/// The `bwrap` shim (shim.rs): rewrite, then exec the real bubblewrap.
-fn bwrap_shim(args: &[OsString]) -> i32 {
-    let debug_on = cli::Env::from_process().debug_enabled();
-    let fail = |what: String| {
-        eprintln!("apply-seccomp: bwrap shim: {what}");
-        error::EXIT_SETUP
-    };
-    let ours = match std::env::current_exe().and_then(std::fs::canonicalize) {
-        Ok(p) => p,
-        Err(e) => return fail(format!("cannot find this binary: {}", error::strerror(&e))),
-    };
-    // Never loop: the passes so far (counted in the arguments) and the
-    // bubblewraps already run (listed in the environment).
-    let hops = shim::hops(args);
-    if hops >= shim::MAX_HOPS {
-        return fail(format!(
-            "a loop: this shim has run {hops} times in one chain of execs (a wrapper on PATH \
-             runs the first bwrap it finds, and clears the environment?); stopped. Set \
-             APPLY_SECCOMP_BWRAP to the real bubblewrap"
-        ));
-    }
-    let visited: Vec<String> = std::env::var(shim::VISITED)
-        .unwrap_or_default()
-        .split(',')
-        .filter(|v| !v.is_empty())
-        .map(str::to_string)
-        .collect();
-    let real = match shim::find_real_bwrap(
-        &ours,
-        std::env::var_os("APPLY_SECCOMP_BWRAP").as_deref(),
-        std::env::var_os("PATH").as_deref(),
-        &visited,
-    ) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    let rewrite = shim::rewrite(args, &ours, &mut shim::read_args_fd);
-    let mut now_visited = visited;
-    now_visited.extend(shim::identity(&real));
-    sys::set_env(shim::VISITED, now_visited.join(",").as_ref());
-    if let Some(log) = std::env::var_os("APPLY_SECCOMP_LOG").filter(|l| !l.is_empty()) {
-        let record = shim::log_record(
-            std::time::SystemTime::now(),
-            std::process::id(),
-            args,
-            &rewrite.args_files,
-            &rewrite.note,
-            &real,
-        );
-        if let Err(e) = append(&log, &record) {
-            debug(debug_on, || {
-                format!(
-                    "bwrap shim: APPLY_SECCOMP_LOG={}: {}; not logged",
-                    log.to_string_lossy(),
-                    error::strerror(&e)
-                )
-            });
-        }
-    }
-    debug(debug_on, || {
-        format!(
-            "bwrap shim: real bubblewrap {}; {}{}",
-            real.display(),
-            rewrite.note,
-            if hops > 0 {
-                format!(" (pass {} through the shim in this chain)", hops + 1)
-            } else {
-                String::new()
-            }
-        )
-    });
-    // First, one more `--unsetenv`: the sandbox never sees the list, and
-    // the next pass counts this one.
-    let line = |args: &[OsString]| -> Vec<OsString> {
-        let head = [
-            real.clone().into_os_string(),
-            "--unsetenv".into(),
-            shim::VISITED.into(),
-        ];
-        head.into_iter().chain(args.iter().cloned()).collect()
-    };
-    let fds: Vec<i32> = rewrite
-        .args_files
-        .iter()
-        .filter_map(|f| f.fd.to_str()?.parse().ok())
-        .collect();
-    if !fds.is_empty() {
-        // The `--args` words go on bubblewrap's line, where the mount guard
-        // reads what protects the sandbox; the fds, which bubblewrap would
-        // have read and closed, close on exec. Too long for exec: as given.
-        if fds.iter().all(|&fd| sys::set_cloexec(fd, true).is_ok()) {
-            let err = exec_bwrap(&line(&shim::inline_args(
-                &rewrite.args,
-                &rewrite.args_files,
-            )));
-            if err.raw_os_error() != Some(libc::E2BIG) {
-                return exec_failed(&real, err);
-            }
-            debug(debug_on, || {
-                "bwrap shim: the --args words do not fit on bubblewrap's line (E2BIG): \
-                 --args kept, and the mount guard will be off"
-                    .into()
-            });
-        }
-        for &fd in &fds {
-            let _ = sys::set_cloexec(fd, false);
-        }
-    }
-    let err = exec_bwrap(&line(&rewrite.args));
-    exec_failed(&real, err)
-}
-
-/// Execs bubblewrap with `argv`; returns only on failure.
-fn exec_bwrap(argv: &[OsString]) -> io::Error {
-    match sys::ExecArgs::new(argv) {
-        Some(exec) => sys::execvp(&exec),
-        None => io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "an argument contains a NUL byte",
-        ),
-    }
-}
-
-fn exec_failed(real: &std::path::Path, source: io::Error) -> i32 {
-    let e = Error::Exec {
-        program: real.display().to_string(),
-        source,
-    };
-    eprintln!("{e}");
-    e.exit_code()
-}
-
-fn append(path: &std::ffi::OsStr, record: &[u8]) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)?;
-    match file.write(record)? {
-        n if n == record.len() => Ok(()),
-        _ => Err(io::Error::from_raw_os_error(libc::ENOSPC)),
-    }
-}
-
-fn debug(enabled: bool, line: impl FnOnce() -> String) {
+pub(crate) fn debug(enabled: bool, line: impl FnOnce() -> String) {
     if enabled {
         eprintln!("apply-seccomp: {}", line());
     }
@@ -278,7 +138,7 @@ fn debug(enabled: bool, line: impl FnOnce() -> String) {
 fn run(cfg: &RunConfig) -> Result<i32, Error> {
     let filters = filter::filters(cfg.allow_nested_userns)?;
     // Leaked: init and the worker read it from the stub's memory while the
-    // stub runs on (supervise.rs), so it must never be freed.
+    // stub runs on (supervise/), so it must never be freed.
     let exec: &'static sys::ExecArgs = Box::leak(Box::new(
         sys::ExecArgs::new(&cfg.argv)
             .ok_or_else(|| Error::Usage("an argument contains a NUL byte".into()))?,
@@ -364,7 +224,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         )
     });
     let outcome = supervise::run(
-        supervise::Plan {
+        plan::Plan {
             exec,
             filters,
             way,

@@ -176,7 +176,7 @@ pub fn enter(backoff: &Backoff, way: WayIn) -> Result<Entry, Error> {
 /// `clone(CLONE_NEWUSER)` (posix_spawn-style, on a small stack in this
 /// memory) opens its own `/proc/self/setgroups` for writing, which needs
 /// CAP_SYS_ADMIN in that namespace, and exits with 0 or the errno. The
-/// child makes only raw calls (sys.rs). Called on the failure path only,
+/// child makes only raw calls (sys/raw.rs). Called on the failure path only,
 /// with dumpable raised (a non-dumpable process's `/proc/self` files
 /// belong to root, and the open would fail for that reason instead).
 pub fn probe() -> Probe {

@@ -4,7 +4,7 @@
 //! Runs between clone and exec in the stub's memory, its parent suspended
 //! (sys::spawn_vfork) and, on the namespace way, the stub running on: no
 //! allocation, no formatting, no panics, and only `sys`'s raw system calls
-//! (supervise.rs says why). Calls made: rt_sigprocmask, setpgid, prctl
+//! (supervise/mod.rs says why). Calls made: rt_sigprocmask, setpgid, prctl
 //! (no_new_privs), landlock_restrict_self (capability-free way only),
 //! seccomp (the unix filter; the observe filter when the run is observed,
 //! whose listener goes to the stub with one sendmsg and is then closed;
@@ -23,7 +23,7 @@ use nix::errno::Errno;
 use nix::sys::signal::SigSet;
 
 use crate::error::{EXIT_SETUP, Step, errno, exec_exit_code};
-use crate::supervise::{Channel, Kind, Plan, Way};
+use crate::plan::{Channel, Kind, Plan, Way};
 use crate::sys;
 
 pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Option<RawFd>) -> ! {

@@ -940,7 +940,7 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             } else {
                 HELPER.to_string()
             };
-            // The doctor's raw seccomp and prctl calls (sys.rs) on aarch64.
+            // The doctor's raw seccomp and prctl calls (sys/seccomp.rs) on aarch64.
             s.case(
                 &format!("{tag}-doctor"),
                 who,

@@ -31,9 +31,10 @@ use seccompiler::{
 
 use super::interp::{Decoded, SeccompData};
 use super::rules::{self, Arch, Cond, Rule, Set};
+use super::tests::property::{Rng, random_args};
 use super::tests::{
-    NS_AARCH64, NS_X86_64, OBSERVE_AARCH64, OBSERVE_X86_64, Outcome, Rng, UNIX_AARCH64,
-    UNIX_X86_64, outcome, random_args,
+    NS_AARCH64, NS_X86_64, OBSERVE_AARCH64, OBSERVE_X86_64, Outcome, UNIX_AARCH64, UNIX_X86_64,
+    outcome,
 };
 
 const SECCOMP_RET_LOG: u32 = 0x7ffc_0000;

@@ -7,15 +7,25 @@
 //! this binary rewrites that prefix to its own path, adds `--ro-bind P P`
 //! so the path exists inside the sandbox, and execs the real bubblewrap:
 //! no extra process, same exit status and signals. Anything it does not
-//! recognise passes through unchanged, never half-rewritten.
+//! recognise passes through unchanged, never half-rewritten.//!
+//! This file: the rewrite (pure) and the `--args` files it reads; find.rs:
+//! which bubblewrap to run, never looping; log.rs: the replayable record
+//! of `APPLY_SECCOMP_LOG`. Called by main.rs's `bwrap_shim`, and (the
+//! search) by the doctor.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::bwrap_args::{self, ReadArgs, Unwalked};
 use crate::sys;
+
+mod find;
+mod log;
+pub mod run;
+
+pub use find::{MAX_HOPS, VISITED, executable, find_real_bwrap, hops, identity, is_ours};
+pub use log::log_record;
 
 /// The prefix the client writes before its shell (after any
 /// `SRT_ALLOW_NESTED_USERNS=...`, which stays).
@@ -147,121 +157,6 @@ pub fn rewrite(args: &[OsString], ours: &Path, read: &mut ReadArgs<'_>) -> Rewri
     }
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
-}
-
-pub fn is_ours(candidate: &Path, ours: &Path) -> bool {
-    same_file(candidate, ours) || std::fs::canonicalize(candidate).ok().as_deref() == Some(ours)
-}
-
-pub fn executable(p: &Path) -> bool {
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
-}
-
-/// The variable the shim sets for what it runs: the bubblewraps (or
-/// wrappers) this chain of execs has already run, as `dev:ino` of the
-/// file, comma-separated. bubblewrap is told to drop it (`--unsetenv`),
-/// and the helper scrubs it too: the sandbox never sees it.
-pub const VISITED: &str = "APPLY_SECCOMP_SHIM_VISITED";
-/// Most passes through the shim in one chain of execs.
-pub const MAX_HOPS: usize = 6;
-
-/// How many times this chain of execs has passed through the shim: the
-/// `--unsetenv APPLY_SECCOMP_SHIM_VISITED` pairs at the head of the
-/// arguments, one per pass. Arguments survive a wrapper that clears the
-/// environment, where the list of those visited does not.
-pub fn hops(args: &[OsString]) -> usize {
-    args.chunks(2)
-        .take_while(|pair| pair.len() == 2 && pair[0] == "--unsetenv" && pair[1] == VISITED)
-        .count()
-}
-
-/// The `dev:ino` of the file at `p` (followed through links).
-pub fn identity(p: &Path) -> Option<String> {
-    std::fs::metadata(p)
-        .ok()
-        .map(|m| format!("{}:{}", m.dev(), m.ino()))
-}
-
-/// The real bubblewrap: `APPLY_SECCOMP_BWRAP`; else the first `bwrap` on
-/// PATH in a folder after the one the shim was found in (by the folder's
-/// identity, not its spelling), skipping this binary; else
-/// `/usr/bin/bwrap`. Never this binary, and never one in `visited` (this
-/// chain of execs ran it already, and it led back here: a wrapper).
-pub fn find_real_bwrap(
-    ours: &Path,
-    configured: Option<&OsStr>,
-    path: Option<&OsStr>,
-    visited: &[String],
-) -> Result<PathBuf, String> {
-    let seen = |p: &Path| identity(p).is_some_and(|id| visited.contains(&id));
-    if let Some(c) = configured {
-        let c = PathBuf::from(c);
-        if is_ours(&c, ours) {
-            return Err(format!(
-                "APPLY_SECCOMP_BWRAP={} is this shim itself",
-                c.display()
-            ));
-        }
-        if !executable(&c) {
-            return Err(format!(
-                "APPLY_SECCOMP_BWRAP={} is not an executable file",
-                c.display()
-            ));
-        }
-        if seen(&c) {
-            return Err(format!(
-                "a loop: APPLY_SECCOMP_BWRAP={} ran this shim again; it must name the real \
-                 bubblewrap",
-                c.display()
-            ));
-        }
-        return Ok(c);
-    }
-    let dirs = path
-        .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    // The folder the shim was found in: the first whose bwrap is this
-    // binary (a caller searching PATH found that one).
-    let found_in = dirs.iter().position(|d| is_ours(&d.join("bwrap"), ours));
-    let own_dir = found_in.and_then(|i| identity(&dirs[i]));
-    let after = found_in.map_or(0, |i| i + 1);
-    let mut passed = Vec::new();
-    for candidate in dirs[after.min(dirs.len())..]
-        .iter()
-        .filter(|d| own_dir.is_none() || identity(d) != own_dir)
-        .map(|d| d.join("bwrap"))
-        .chain([PathBuf::from("/usr/bin/bwrap")])
-    {
-        if !executable(&candidate) || is_ours(&candidate, ours) {
-            continue;
-        }
-        if seen(&candidate) {
-            passed.push(candidate.display().to_string());
-            continue;
-        }
-        return Ok(candidate);
-    }
-    if passed.is_empty() {
-        Err(
-            "no real bubblewrap found on PATH after this shim's folder or at /usr/bin/bwrap \
-             (set APPLY_SECCOMP_BWRAP)"
-                .into(),
-        )
-    } else {
-        Err(format!(
-            "a loop: this chain of execs already ran {} and came back here; no bubblewrap is \
-             left that it has not passed through (a wrapper on PATH runs the first bwrap it \
-             finds?). Set APPLY_SECCOMP_BWRAP to the real bubblewrap",
-            passed.join(", ")
-        ))
-    }
-}
-
 /// The words of the `--args` file on `fd` (bubblewrap's format: each word
 /// NUL-terminated), read without moving its offset; or why not.
 pub fn read_args_fd(fd: &OsString) -> Result<Vec<OsString>, String> {
@@ -280,51 +175,6 @@ pub fn read_args_fd(fd: &OsString) -> Result<Vec<OsString>, String> {
         .split(|&b| b == 0)
         .map(|w| OsString::from_vec(w.to_vec()))
         .collect())
-}
-
-/// A word as the shell reads it back: bare when safe, else single-quoted.
-fn quote(word: &[u8]) -> Vec<u8> {
-    if !word.is_empty()
-        && word
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || b"_./:=@+,%-".contains(b))
-    {
-        return word.to_vec();
-    }
-    let mut out = vec![b'\''];
-    for &b in word {
-        if b == b'\'' {
-            out.extend_from_slice(b"'\\''");
-        } else {
-            out.push(b);
-        }
-    }
-    out.push(b'\'');
-    out
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ` for `t` (UTC).
-fn utc(t: std::time::SystemTime) -> String {
-    let secs = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Days since 1970-01-01 to a civil date (Gregorian, proleptic).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
 }
 
 /// `args` with each `--args FD` in `files` replaced by that file's words:
@@ -346,41 +196,6 @@ pub fn inline_args(args: &[OsString], files: &[bwrap_args::ArgsFile]) -> Vec<OsS
             }
         }
     }
-    out
-}
-
-/// One record of `APPLY_SECCOMP_LOG`: comment lines saying when, what the
-/// shim did and which bubblewrap it ran, then the command line it
-/// received as one shell line, `--args` files inlined in place of their
-/// `--args FD`, so it can be replayed. One write appends it.
-pub fn log_record(
-    now: std::time::SystemTime,
-    pid: u32,
-    args: &[OsString],
-    files: &[bwrap_args::ArgsFile],
-    note: &str,
-    ran: &Path,
-) -> Vec<u8> {
-    let mut out = format!(
-        "# {} pid {pid}: apply-seccomp bwrap shim: {note}; ran {}\n",
-        utc(now),
-        ran.display()
-    );
-    for f in files {
-        out += &format!(
-            "# --args {} inlined: its {} words stand in its place, after word {}\n",
-            f.fd.to_string_lossy(),
-            f.words.len(),
-            f.at
-        );
-    }
-    let mut out = out.into_bytes();
-    out.extend_from_slice(b"bwrap");
-    for w in inline_args(args, files) {
-        out.push(b' ');
-        out.extend(quote(w.as_bytes()));
-    }
-    out.push(b'\n');
     out
 }
 

@@ -1,0 +1,175 @@
+//! What the outer stub, init and the worker share, below all three: the
+//! plan of a run (prepared by the stub before init starts, `'static`), the
+//! way in, and the control channel with its 8-byte reports. supervise.rs
+//! builds the tree from a `Plan`; worker.rs carries it out; neither needs
+//! the other's types.
+
+use std::os::fd::RawFd;
+
+use nix::errno::Errno;
+
+use crate::error::{EXIT_SETUP, Step};
+use crate::filter::Filters;
+use crate::sys::{self, ExecArgs};
+
+/// What the inner processes need, prepared before init starts. init
+/// runs in the stub's memory while the stub goes on (sys::spawn_shared),
+/// so all of it is `'static`: the command line is leaked by main.rs, the
+/// filters are embedded.
+#[derive(Clone, Copy)]
+pub struct Plan {
+    pub exec: &'static ExecArgs,
+    pub filters: Filters,
+    pub way: Way,
+    /// The read end of the go-ahead pipe: the worker waits on it, just
+    /// before its exec, for the stub's mount check (guard.rs). `None`: no
+    /// check to wait for.
+    pub go: Option<RawFd>,
+    /// The caller's terminal, whose foreground the worker gives the
+    /// command's group (terminal.rs); `None`: no terminal, or the stub's
+    /// group is not in front.
+    pub tty: Option<RawFd>,
+    /// The stub has a controlling terminal: the command's stops are passed
+    /// up (init reports them; the capability-free stub sees them itself).
+    pub job_control: bool,
+}
+
+/// The way in, as the process tree sees it.
+#[derive(Clone, Copy, Debug)]
+pub enum Way {
+    /// init in new PID and mount namespaces, then the worker.
+    Namespaces {
+        /// Write 0 to `max_user_namespaces` (the helper made the user
+        /// namespace and nesting is not allowed).
+        limit_userns: bool,
+    },
+    /// No namespaces: the worker straight from the stub, joining the
+    /// Landlock domain of `ruleset` (a descriptor the stub holds for the
+    /// run; close-on-exec).
+    CapabilityFree { ruleset: RawFd },
+}
+
+/// How serious a report from an inner process is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The step failed and the process exited: the command did not run.
+    Fatal = 1,
+    /// The step failed and the run went on (documented as non-fatal).
+    Warning = 2,
+    /// A tolerated failure, shown with `SRT_DEBUG`.
+    Debug = 3,
+    /// Not a failure: the command stopped, with the signal in `errno`
+    /// (init to the stub, with job control only).
+    Stopped = 4,
+}
+
+/// One report from an inner process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub kind: Kind,
+    pub step: Step,
+    pub errno: i32,
+}
+
+impl Report {
+    pub const SIZE: usize = 8;
+
+    pub fn encode(self) -> [u8; Report::SIZE] {
+        let e = self.errno.to_le_bytes();
+        [
+            self.kind as u8,
+            self.step as u8,
+            0,
+            0,
+            e[0],
+            e[1],
+            e[2],
+            e[3],
+        ]
+    }
+
+    pub fn decode(b: &[u8]) -> Option<Report> {
+        if b.len() != Report::SIZE {
+            return None;
+        }
+        let kind = match b[0] {
+            1 => Kind::Fatal,
+            2 => Kind::Warning,
+            3 => Kind::Debug,
+            4 => Kind::Stopped,
+            _ => return None,
+        };
+        Some(Report {
+            kind,
+            step: Step::from_u8(b[1])?,
+            errno: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+        })
+    }
+}
+
+/// The inner end of the control channel, as seen by init and the worker
+/// (a descriptor number: they share the stub's memory, not its file
+/// table, and close what they do not need with raw calls).
+#[derive(Clone, Copy)]
+pub struct Channel(RawFd);
+
+impl Channel {
+    /// The inner end of the channel, as a descriptor number.
+    pub fn new(fd: RawFd) -> Channel {
+        Channel(fd)
+    }
+
+    /// Sends a report; failure to send is ignored (the exit code still
+    /// tells the stub something went wrong).
+    pub fn report(self, kind: Kind, step: Step, errno: Errno) {
+        let bytes = Report {
+            kind,
+            step,
+            errno: errno as i32,
+        }
+        .encode();
+        let _ = sys::raw_write(self.0, &bytes);
+    }
+
+    /// Reports a fatal failure and leaves with the setup exit code.
+    pub fn fail(self, step: Step, errno: Errno) -> ! {
+        self.report(Kind::Fatal, step, errno);
+        sys::exit_now(EXIT_SETUP)
+    }
+
+    /// First steps of a child of the stub (init, or the capability-free
+    /// worker): closes the stub's ends of the channels in its own file
+    /// table, asks for SIGKILL when the stub dies, and checks the stub did
+    /// not die before that took effect (its end of this channel is then
+    /// closed: POLLHUP). Raw calls only.
+    pub fn arm_parent_death(self, stub_ends: [Option<RawFd>; 3]) {
+        for fd in stub_ends.into_iter().flatten() {
+            sys::raw_close(fd);
+        }
+        if let Err(e) = sys::set_pdeathsig(libc::SIGKILL) {
+            self.fail(Step::ParentDeathSignal, e);
+        }
+        match sys::peer_closed(self.0) {
+            Ok(false) => {}
+            Ok(true) => sys::exit_now(EXIT_SETUP),
+            Err(e) => self.fail(Step::ParentDeathSignal, e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_round_trip() {
+        let r = Report {
+            kind: Kind::Warning,
+            step: Step::LimitUserns,
+            errno: libc::EACCES,
+        };
+        assert_eq!(Report::decode(&r.encode()), Some(r));
+        assert_eq!(Report::decode(&[9, 1, 0, 0, 0, 0, 0, 0]), None);
+        assert_eq!(Report::decode(&[1, 1, 0]), None);
+    }
+}

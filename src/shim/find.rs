@@ -1,0 +1,124 @@
+//! Which bubblewrap the shim runs: `APPLY_SECCOMP_BWRAP`, else the first
+//! `bwrap` on PATH in a folder after the shim's own (by identity), never
+//! this binary and never one this chain of execs already ran (the list in
+//! `APPLY_SECCOMP_SHIM_VISITED`, the passes counted in the arguments).
+//! Called by the shim before its exec, and by the doctor.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+pub fn is_ours(candidate: &Path, ours: &Path) -> bool {
+    same_file(candidate, ours) || std::fs::canonicalize(candidate).ok().as_deref() == Some(ours)
+}
+
+pub fn executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
+}
+
+/// The variable the shim sets for what it runs: the bubblewraps (or
+/// wrappers) this chain of execs has already run, as `dev:ino` of the
+/// file, comma-separated. bubblewrap is told to drop it (`--unsetenv`),
+/// and the helper scrubs it too: the sandbox never sees it.
+pub const VISITED: &str = "APPLY_SECCOMP_SHIM_VISITED";
+/// Most passes through the shim in one chain of execs.
+pub const MAX_HOPS: usize = 6;
+
+/// How many times this chain of execs has passed through the shim: the
+/// `--unsetenv APPLY_SECCOMP_SHIM_VISITED` pairs at the head of the
+/// arguments, one per pass. Arguments survive a wrapper that clears the
+/// environment, where the list of those visited does not.
+pub fn hops(args: &[OsString]) -> usize {
+    args.chunks(2)
+        .take_while(|pair| pair.len() == 2 && pair[0] == "--unsetenv" && pair[1] == VISITED)
+        .count()
+}
+
+/// The `dev:ino` of the file at `p` (followed through links).
+pub fn identity(p: &Path) -> Option<String> {
+    std::fs::metadata(p)
+        .ok()
+        .map(|m| format!("{}:{}", m.dev(), m.ino()))
+}
+
+/// The real bubblewrap: `APPLY_SECCOMP_BWRAP`; else the first `bwrap` on
+/// PATH in a folder after the one the shim was found in (by the folder's
+/// identity, not its spelling), skipping this binary; else
+/// `/usr/bin/bwrap`. Never this binary, and never one in `visited` (this
+/// chain of execs ran it already, and it led back here: a wrapper).
+pub fn find_real_bwrap(
+    ours: &Path,
+    configured: Option<&OsStr>,
+    path: Option<&OsStr>,
+    visited: &[String],
+) -> Result<PathBuf, String> {
+    let seen = |p: &Path| identity(p).is_some_and(|id| visited.contains(&id));
+    if let Some(c) = configured {
+        let c = PathBuf::from(c);
+        if is_ours(&c, ours) {
+            return Err(format!(
+                "APPLY_SECCOMP_BWRAP={} is this shim itself",
+                c.display()
+            ));
+        }
+        if !executable(&c) {
+            return Err(format!(
+                "APPLY_SECCOMP_BWRAP={} is not an executable file",
+                c.display()
+            ));
+        }
+        if seen(&c) {
+            return Err(format!(
+                "a loop: APPLY_SECCOMP_BWRAP={} ran this shim again; it must name the real \
+                 bubblewrap",
+                c.display()
+            ));
+        }
+        return Ok(c);
+    }
+    let dirs = path
+        .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    // The folder the shim was found in: the first whose bwrap is this
+    // binary (a caller searching PATH found that one).
+    let found_in = dirs.iter().position(|d| is_ours(&d.join("bwrap"), ours));
+    let own_dir = found_in.and_then(|i| identity(&dirs[i]));
+    let after = found_in.map_or(0, |i| i + 1);
+    let mut passed = Vec::new();
+    for candidate in dirs[after.min(dirs.len())..]
+        .iter()
+        .filter(|d| own_dir.is_none() || identity(d) != own_dir)
+        .map(|d| d.join("bwrap"))
+        .chain([PathBuf::from("/usr/bin/bwrap")])
+    {
+        if !executable(&candidate) || is_ours(&candidate, ours) {
+            continue;
+        }
+        if seen(&candidate) {
+            passed.push(candidate.display().to_string());
+            continue;
+        }
+        return Ok(candidate);
+    }
+    if passed.is_empty() {
+        Err(
+            "no real bubblewrap found on PATH after this shim's folder or at /usr/bin/bwrap \
+             (set APPLY_SECCOMP_BWRAP)"
+                .into(),
+        )
+    } else {
+        Err(format!(
+            "a loop: this chain of execs already ran {} and came back here; no bubblewrap is \
+             left that it has not passed through (a wrapper on PATH runs the first bwrap it \
+             finds?). Set APPLY_SECCOMP_BWRAP to the real bubblewrap",
+            passed.join(", ")
+        ))
+    }
+}

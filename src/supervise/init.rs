@@ -1,0 +1,129 @@
+//! Inner init, PID 1 of the new PID namespace (the namespace way only):
+//! runs in the stub's memory while the stub runs on (sys::spawn_shared),
+//! so raw system calls only, no allocation, no formatting, no panics. It
+//! arms PDEATHSIG, makes itself non-dumpable, `/` private, mounts `/proc`
+//! and binds `/proc/sys` read-only, sets the namespace limit, starts the
+//! worker (sys::spawn_vfork), relays the forwarded signals, reaps every
+//! child and exits with the worker's status.
+
+use std::os::fd::RawFd;
+
+use nix::errno::Errno;
+use nix::sys::signal::SigSet;
+use nix::unistd::Pid;
+
+use crate::error::Step;
+use crate::sys;
+use crate::worker;
+
+use super::*;
+
+/// What init starts with: copies and descriptor numbers only.
+pub(super) struct InitArgs {
+    pub(super) plan: Plan,
+    pub(super) set: SigSet,
+    pub(super) original: SigSet,
+    pub(super) chan: Channel,
+    pub(super) listener_chan: Option<RawFd>,
+    /// The stub's ends of the channels and of the go-ahead pipe: init's
+    /// (or the worker's) copies are closed.
+    pub(super) stub_ends: [Option<RawFd>; 3],
+}
+
+/// PID 1 of the new PID namespace. Never returns. Runs in the stub's
+/// memory while the stub runs on (sys::spawn_shared): raw system calls
+/// only, no allocation, nothing written but its own stack.
+pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
+    let InitArgs {
+        plan,
+        set,
+        original,
+        chan,
+        listener_chan,
+        stub_ends,
+    } = args;
+    chan.arm_parent_death(stub_ends);
+    // Non-dumpable already: the flag belongs to the memory map, which is
+    // the stub's, cleared before init started.
+    if let Err(e) = sys::raw_mount(
+        c"none",
+        c"/",
+        None,
+        (libc::MS_REC | libc::MS_PRIVATE) as libc::c_ulong,
+    ) {
+        chan.fail(Step::MountPrivate, e);
+    }
+    match sys::raw_mount(
+        c"proc",
+        c"/proc",
+        Some(c"proc"),
+        (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) as libc::c_ulong,
+    ) {
+        Ok(()) => {}
+        // A masked /proc (unprivileged containers) refuses a new instance.
+        Err(Errno::EPERM) => chan.report(Kind::Debug, Step::MountProc, Errno::EPERM),
+        Err(e) => chan.fail(Step::MountProc, e),
+    }
+    if limit_userns {
+        if let Err(e) = sys::write_file(c"/proc/sys/user/max_user_namespaces", b"0\n") {
+            chan.report(Kind::Warning, Step::LimitUserns, e);
+        }
+    }
+    // Read-only for the command: as root in the user namespace it holds
+    // CAP_SYS_RESOURCE there and could raise the limit just set (or, as
+    // host root on the direct path, write any sysctl). Mounts are the
+    // filter's to refuse, so it stays read-only.
+    if let Err(e) = protect_sysctls() {
+        chan.fail(Step::ProcSysReadOnly, e);
+    }
+    // A raw mmap, in the shared memory; never unmapped (init exits, and
+    // the stub soon after).
+    let mut worker_stack = match sys::Stack::new(WORKER_STACK) {
+        Ok(stack) => stack,
+        Err(e) => chan.fail(Step::ForkWorker, e),
+    };
+    let worker = sys::spawn_vfork(&mut worker_stack, 0, move || {
+        worker::run(plan, original, chan, listener_chan);
+    });
+    std::mem::forget(worker_stack);
+    match worker {
+        Err(e) => chan.fail(Step::ForkWorker, e),
+        // With job control, the command's stops go to the stub, which
+        // stops the caller's job in turn (terminal.rs).
+        Ok(pid) => match supervise(Pid::from_raw(pid), &set, plan.job_control, &mut |sig| {
+            chan.report(Kind::Stopped, Step::Wait, Errno::from_raw(sig))
+        }) {
+            Ok(status) => sys::exit_now(status),
+            Err(e) => chan.fail(Step::Wait, e),
+        },
+    }
+}
+
+/// `/proc/sys` bound onto itself read-only (with the flags the fresh
+/// `/proc` has, which a user namespace may not drop). Where the bind is
+/// refused (a container's masked `/proc`), a `/proc/sys` already read-only
+/// will do. Raw calls only: init runs this.
+pub(super) fn protect_sysctls() -> Result<(), Errno> {
+    let kept = (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) as libc::c_ulong;
+    let bound = sys::raw_mount(
+        c"/proc/sys",
+        c"/proc/sys",
+        None,
+        libc::MS_BIND as libc::c_ulong,
+    )
+    .and_then(|()| {
+        sys::raw_mount(
+            c"none",
+            c"/proc/sys",
+            None,
+            (libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY) as libc::c_ulong | kept,
+        )
+    });
+    match bound {
+        Ok(()) => Ok(()),
+        Err(e) => match sys::raw_is_read_only(c"/proc/sys") {
+            Ok(true) => Ok(()),
+            _ => Err(e),
+        },
+    }
+}

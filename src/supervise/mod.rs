@@ -1,0 +1,381 @@
+//! The process tree, built after `userns::enter`. On the namespace way:
+//!
+//! ```text
+//! caller (bwrap's shell, srt, a library)
+//!  └─ apply-seccomp: outer stub        caller's PID namespace; non-dumpable
+//!     │  before init starts; then no_new_privs, the unix and namespaces
+//!     │  filters on itself (while init works on the other CPU); forwards
+//!     │  TERM INT HUP QUIT USR1 USR2, reaps its child, prints the
+//!     │  reports the inner processes send over the control channel, exits
+//!     │  with the child's status (code, or 128+signal)
+//!     └─ inner init, PID 1             new PID + mount namespaces, no filter
+//!        │  (as upstream), in the stub's memory (sys::spawn_shared);
+//!        │  PDEATHSIG=KILL (checked against a parent already gone),
+//!        │  non-dumpable (the shared memory map's flag), / private, fresh
+//!        │  /proc, max_user_namespaces=0, starts the worker the way
+//!        │  posix_spawn does (sys::spawn_vfork), forwards the same
+//!        │  signals, reaps every child, exits with the worker's status
+//!        └─ worker, PID 2              worker.rs: no_new_privs, the unix
+//!                                      and namespaces filters,
+//!                                      execvp(command)
+//! ```
+//!
+//! On the capability-free way (capfree.rs) there are no namespaces, so no
+//! init: the stub (a child subreaper, so the command's orphans come back
+//! to it) starts the worker itself, and the worker arms PDEATHSIG as init
+//! does, then joins the Landlock domain before its filters. When the
+//! worker has ended, the stub kills and reaps whatever the command left
+//! behind, as the end of a PID namespace would.
+//!
+//! ```text
+//! caller
+//!  └─ apply-seccomp: outer stub        as above; outside the Landlock domain
+//!     └─ worker                        worker.rs: PDEATHSIG=KILL, no_new_privs,
+//!                                      landlock_restrict_self, the filters,
+//!                                      execvp(command)
+//! ```
+//!
+//! Why shared memory: a fork copies the stub's page tables, both sides
+//! then take copy-on-write faults, and init's exit tears its copy down,
+//! all between the caller's start of the helper and its end (README,
+//! "Measured"). The price is discipline: init and the worker run while
+//! the stub runs on, so they read only `'static` data prepared before
+//! init starts (the command line is leaked by main.rs, the filters are
+//! embedded, the rest is copied into init's closure), write nothing but
+//! their own stacks, never allocate, and make system calls only through
+//! `sys`'s raw wrappers, which leave libc's errno alone: prctl
+//! (PDEATHSIG, no_new_privs), ppoll, mount, openat/write/close, mmap and
+//! mprotect (the worker's stack), clone, rt_sigprocmask,
+//! rt_sigtimedwait, kill, wait4, seccomp, sendmsg, execve (through
+//! execvp's search), write of an 8-byte report, `_exit`.
+//!
+//! The control channel is a SOCK_SEQPACKET pair: the inner processes write
+//! fixed 8-byte reports to their end (close-on-exec, so the command never
+//! holds it); the stub reads them once its child is reaped. The inner end
+//! also tells init whether the stub is still alive (POLLHUP once it is not).//!
+//! This file builds the tree and waits for it (`run`); serve.rs is the
+//! stub's side while the command runs (signals, reports, observation, the
+//! mount guard, job control); init.rs is init. The types the worker shares
+//! with them are in plan.rs.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use nix::sys::prctl;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+use nix::sys::wait::waitpid;
+use nix::unistd::Pid;
+
+use crate::error::{EXIT_SETUP, Error, Step};
+use crate::guard::{Guard, Lost};
+use crate::observe::Observer;
+use crate::plan::{Channel, Kind, Plan, Report, Way};
+use crate::sys;
+use crate::terminal::Terminal;
+use crate::worker;
+
+mod init;
+mod serve;
+
+use init::{InitArgs, inner_init};
+use serve::{Job, end_leftovers, read_reports, supervise};
+
+/// Signals relayed from the stub to init and from init to the worker.
+pub const FORWARDED: [Signal; 6] = [
+    Signal::SIGTERM,
+    Signal::SIGINT,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+];
+
+/// The worker's stack: its deepest path is execvp's search (a PATH-sized
+/// buffer) under a few frames.
+const WORKER_STACK: usize = 128 * 1024;
+/// init's stack: the worker's start and the signal loop, shallow.
+const INIT_STACK: usize = 64 * 1024;
+
+/// What the run came to.
+pub struct Outcome {
+    /// The helper's exit status: the command's, or 125/126/127.
+    pub status: i32,
+    pub reports: Vec<Report>,
+    /// Observation failures found during the run (the command ran on,
+    /// unobserved), as `observe_init_error` texts.
+    pub observe_errors: Vec<String>,
+    /// A protecting mount found gone: the command was stopped or never
+    /// started, and the status is 125.
+    pub lost: Option<Lost>,
+    /// What the mount guard watched, for `SRT_DEBUG`.
+    pub guard_note: String,
+}
+
+fn signal_set() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in FORWARDED {
+        set.add(s);
+    }
+    set.add(Signal::SIGCHLD);
+    set
+}
+
+/// Builds the tree and supervises it; returns once the command is done.
+/// With an `observer`, the worker installs the observe filter and the stub
+/// serves its notifications.
+pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, Error> {
+    let set = signal_set();
+    // An inherited SIG_IGN for SIGCHLD would make the kernel reap for us.
+    sys::set_default_disposition(libc::SIGCHLD).map_err(|e| Error::setup(Step::Signals, e))?;
+    // Blocked before init starts, so no signal can arrive unhandled between
+    // its start and the first sigwait; the worker restores `original`.
+    let mut original = SigSet::empty();
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut original))
+        .map_err(|e| Error::setup(Step::Signals, e))?;
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+    )
+    .map_err(|e| Error::setup(Step::ControlChannel, e))?;
+    // The worker passes the observe filter's listener over this one.
+    // Fail-open: without it the run goes on unobserved.
+    let mut observe_errors = Vec::new();
+    let listener_pair = match observer {
+        Some(_) => match socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        ) {
+            Ok(pair) => Some(pair),
+            Err(e) => {
+                observe_errors.push(format!("socketpair: {}", e.desc()));
+                observer = None;
+                None
+            }
+        },
+        None => None,
+    };
+    // The stub stays outside the command's PID namespace but shares its
+    // user namespace (and, for a root caller, its capabilities there). Where
+    // the fresh /proc is refused (under bubblewrap's --proc) the command can
+    // see the stub; non-dumpable, its memory and /proc files are closed to
+    // the command. Set before init starts, so there is no window.
+    prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
+
+    // The mount guard's handles, before init mounts its /proc. Without
+    // them the run goes on unguarded, as every other helper's does.
+    let (mut guard, mut guard_note) = match Guard::open() {
+        Ok(g) => (Some(g), String::new()),
+        Err(why) => (None, format!("mount guard: off ({why})")),
+    };
+    // On the capability-free way the stub checks before the worker
+    // starts (it sleeps while the worker runs to its exec); on the
+    // namespace way it checks while init works, and the worker waits for
+    // its go-ahead.
+    if let (Way::CapabilityFree { .. }, Some(g)) = (plan.way, guard.as_mut()) {
+        if let Err(lost) = g.start() {
+            return Ok(refused_before_start(lost, observer, observe_errors, &ours));
+        }
+    }
+    let go = match (plan.way, &guard) {
+        (Way::Namespaces { .. }, Some(_)) => Some(
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                .map_err(|e| Error::setup(Step::MountGuard, e))?,
+        ),
+        _ => None,
+    };
+    // The caller's terminal: the command's group gets its foreground if
+    // the stub's group has it, and its stops are passed up (terminal.rs).
+    let terminal = Terminal::open();
+    let plan = Plan {
+        go: go.as_ref().map(|(read, _)| read.as_raw_fd()),
+        tty: terminal.as_ref().and_then(Terminal::to_hand_over),
+        job_control: terminal.is_some(),
+        ..plan
+    };
+
+    // What init (or the capability-free worker) gets: copies and
+    // descriptor numbers, nothing borrowed.
+    let inner = InitArgs {
+        plan,
+        set,
+        original,
+        chan: Channel::new(theirs.as_raw_fd()),
+        listener_chan: listener_pair.as_ref().map(|(_, inner)| inner.as_raw_fd()),
+        stub_ends: [
+            Some(ours.as_raw_fd()),
+            listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
+            go.as_ref().map(|(_, write)| write.as_raw_fd()),
+        ],
+    };
+    let child = match plan.way {
+        Way::Namespaces { limit_userns } => {
+            // init's stack, its for the life of this process
+            // (sys::spawn_shared).
+            let init_stack =
+                sys::Stack::new(INIT_STACK).map_err(|e| Error::setup(Step::Fork, e))?;
+            let child = sys::spawn_shared(init_stack, move || inner_init(inner, limit_userns))
+                .map_err(|e| Error::setup(Step::Fork, e))?;
+            // Out of init's way: the kernel puts about half of the new
+            // children on this CPU, where init would otherwise wait for the
+            // filter installs below (trace, inside bwrap: init's start 105
+            // us after its wake-up in that case, 5 us with the yield).
+            std::thread::yield_now();
+            child
+        }
+        Way::CapabilityFree { .. } => {
+            // The command's orphans come back to the stub, which reaps them
+            // and ends those left when the worker is done.
+            prctl::set_child_subreaper(true).map_err(|e| Error::setup(Step::Subreaper, e))?;
+            // Returns once the worker has exec'd or exited (CLONE_VFORK),
+            // so its stack can go with this frame.
+            let mut stack =
+                sys::Stack::new(WORKER_STACK).map_err(|e| Error::setup(Step::ForkWorker, e))?;
+            sys::spawn_vfork(&mut stack, 0, move || {
+                inner.chan.arm_parent_death(inner.stub_ends);
+                worker::run(inner.plan, inner.original, inner.chan, inner.listener_chan)
+            })
+            .map_err(|e| Error::setup(Step::ForkWorker, e))?
+        }
+    };
+    drop(theirs);
+    let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
+        drop(inner_end);
+        stub_end
+    });
+    let child = Pid::from_raw(child);
+    // The check, while init works; then the go-ahead (one byte), or none:
+    // the worker then reads the end of the pipe and exits unrun.
+    if let (Some((_, write)), Some(g)) = (go, guard.as_mut()) {
+        let verdict = match g.start() {
+            Ok(()) => sys::raw_write(write.as_raw_fd(), b"g")
+                .map(|_| None)
+                .map_err(|e| Error::setup(Step::MountGuard, e)),
+            Err(lost) => Ok(Some(lost)),
+        };
+        // Unless it got its byte, the worker now reads the end of the pipe.
+        drop(write);
+        if !matches!(verdict, Ok(None)) {
+            let _ = kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, None);
+        }
+        if let Some(lost) = verdict? {
+            return Ok(refused_before_start(lost, observer, observe_errors, &ours));
+        }
+    }
+    if let Some(g) = &guard {
+        guard_note = g.summary.clone();
+    }
+    // The stub needs none of what the filters refuse; filtered, it is no
+    // way around them even if the command got hold of it. Here, not before
+    // init starts: init would inherit them, and the worker installs its
+    // own while this runs.
+    if let Err(e) = filter_stub(&plan) {
+        let _ = kill(child, Signal::SIGKILL);
+        let _ = waitpid(child, None);
+        return Err(e);
+    }
+    let guard = guard.filter(Guard::watching);
+    let observed = observer.as_deref_mut().zip(listener_chan);
+    let job = terminal.as_ref().map(|terminal| Job {
+        terminal,
+        control: &ours,
+    });
+    let mut early = Vec::new();
+    let (status, mut lost) = if observed.is_none() && guard.is_none() && job.is_none() {
+        supervise(child, &set, false, &mut |_| {}).map(|status| (status, None))
+    } else {
+        serve::serve(
+            child,
+            &set,
+            plan.way,
+            (observed, guard.as_ref()),
+            job.as_ref(),
+            &mut observe_errors,
+            &mut early,
+        )
+    }
+    .map_err(|e| Error::setup(Step::Wait, e))?;
+    if let Way::CapabilityFree { .. } = plan.way {
+        end_leftovers();
+    }
+    if let Some(t) = &terminal {
+        t.take_back();
+    }
+    if let Some(l) = lost.as_mut() {
+        l.look_again();
+        if let Some(obs) = observer {
+            obs.mount_guard(l);
+        }
+    }
+    early.extend(read_reports(&ours));
+    Ok(Outcome {
+        status: if lost.is_some() { EXIT_SETUP } else { status },
+        reports: early,
+        observe_errors,
+        lost,
+        guard_note,
+    })
+}
+
+/// The outcome when a protecting mount was gone before the command
+/// started: it did not run.
+fn refused_before_start(
+    lost: Lost,
+    observer: Option<&mut Observer>,
+    observe_errors: Vec<String>,
+    ours: &OwnedFd,
+) -> Outcome {
+    if let Some(obs) = observer {
+        obs.mount_guard(&lost);
+    }
+    Outcome {
+        status: EXIT_SETUP,
+        reports: read_reports(ours),
+        observe_errors,
+        guard_note: "mount guard: a required mount was gone before the command".into(),
+        lost: Some(lost),
+    }
+}
+
+/// Stops the command's whole tree at once, without reaping it: on the
+/// namespace way SIGKILL to init ends its PID namespace; on the
+/// capability-free way the worker and every descendant `/proc` lists get
+/// SIGKILL (what escapes the walk, the end of the run kills).
+fn stop_tree(child: Pid, way: Way) {
+    if let Way::CapabilityFree { .. } = way {
+        let mut todo = vec![child.as_raw()];
+        let mut found = Vec::new();
+        while let Some(pid) = todo.pop() {
+            found.push(pid);
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+            for task in tasks.into_iter().flatten().flatten() {
+                let children = std::fs::read_to_string(task.path().join("children"));
+                todo.extend(
+                    children
+                        .iter()
+                        .flat_map(|t| t.split_whitespace())
+                        .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+                );
+            }
+        }
+        for pid in found {
+            let _ = sys::raw_kill(pid, libc::SIGKILL);
+        }
+    }
+    let _ = sys::raw_kill(child.as_raw(), libc::SIGKILL);
+}
+
+fn filter_stub(plan: &Plan) -> Result<(), Error> {
+    sys::set_no_new_privs().map_err(|e| Error::setup(Step::NoNewPrivs, e))?;
+    for program in [Some(plan.filters.unix), plan.filters.namespaces]
+        .into_iter()
+        .flatten()
+    {
+        sys::install_filter(program.bytes()).map_err(|e| Error::setup(Step::StubFilters, e))?;
+    }
+    Ok(())
+}

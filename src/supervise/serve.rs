@@ -1,0 +1,281 @@
+//! The stub's side while the command runs: signals relayed, the child
+//! reaped, the inner processes' reports read, write observation served,
+//! the mount guard's checks, and job control on the caller's terminal.
+//! Runs in the outer stub only (after init or the worker has started).
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::SigSet;
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::waitpid;
+use nix::unistd::Pid;
+
+use crate::guard::{Guard, Lost};
+use crate::observe::Observer;
+use crate::sys;
+use crate::terminal::Terminal;
+
+use super::*;
+
+/// Relays the forwarded signals to `child` and reaps every child until
+/// `child` itself is reaped; returns its status (code, or 128+signal).
+/// With `untraced`, `on_stop` hears each stop of `child`. Raw calls only:
+/// init runs this in shared memory.
+pub(super) fn supervise(
+    child: Pid,
+    set: &SigSet,
+    untraced: bool,
+    on_stop: &mut dyn FnMut(libc::c_int),
+) -> Result<i32, Errno> {
+    loop {
+        let sig = sys::sigwait(set.as_ref())?;
+        match on_signal(child, sig, untraced)? {
+            Some(Event::Ended(status)) => return Ok(status),
+            Some(Event::Stopped(sig)) => on_stop(sig),
+            None => {}
+        }
+    }
+}
+
+/// What became of `child`.
+pub(super) enum Event {
+    /// Reaped: its status (code, or 128+signal).
+    Ended(i32),
+    /// Stopped by this signal (asked for with `untraced` only).
+    Stopped(libc::c_int),
+}
+
+/// Forwards `sig` to `child`, or for SIGCHLD reaps what has exited (and,
+/// with `untraced`, sees a stop of `child`).
+pub(super) fn on_signal(
+    child: Pid,
+    sig: libc::c_int,
+    untraced: bool,
+) -> Result<Option<Event>, Errno> {
+    if sig != libc::SIGCHLD {
+        // ESRCH: the child is already gone; its SIGCHLD is pending.
+        let _ = sys::raw_kill(child.as_raw(), sig);
+        return Ok(None);
+    }
+    while let Some((pid, ended)) = sys::reap_any(untraced)? {
+        if pid == child.as_raw() {
+            return Ok(Some(match ended {
+                sys::Ended::Exited(code) => Event::Ended(code),
+                sys::Ended::Signaled(sig) => Event::Ended(128 + sig),
+                sys::Ended::Stopped(sig) => Event::Stopped(sig),
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// The stub's part in job control: its terminal, and the control channel
+/// on which init reports the command's stops.
+pub(super) struct Job<'a> {
+    pub(super) terminal: &'a Terminal,
+    pub(super) control: &'a OwnedFd,
+}
+
+impl Job<'_> {
+    /// The command stopped with `sig`: see terminal.rs.
+    fn command_stopped(&self, sig: libc::c_int, child: Pid, way: Way) {
+        let group = match way {
+            Way::CapabilityFree { .. } => Some(child.as_raw()),
+            // The worker, init's first child, leads the command's group.
+            Way::Namespaces { .. } => self.terminal.first_child(child.as_raw()),
+        };
+        self.terminal.command_stopped(sig, group);
+    }
+
+    /// Reads what init sent: stops are acted on, other reports kept for
+    /// the end. False once the channel is done (every inner end closed).
+    fn read(&self, child: Pid, way: Way, early: &mut Vec<Report>) -> bool {
+        let mut buf = [0u8; 64];
+        loop {
+            match nix::unistd::read(self.control.as_fd(), &mut buf) {
+                Ok(0) => return false,
+                Ok(n) => match Report::decode(&buf[..n]) {
+                    Some(r) if r.kind == Kind::Stopped => self.command_stopped(r.errno, child, way),
+                    Some(r) => early.push(r),
+                    None => {}
+                },
+                Err(Errno::EINTR) => {}
+                Err(_) => return true,
+            }
+        }
+    }
+}
+
+/// [`supervise`] for a run with more to watch: the observe filter's
+/// listener (taken from the worker, its notifications served, the queued
+/// lines written as the socket takes them) and the mount guard (a change
+/// of the namespace's mounts re-checks the watched ones; one gone stops
+/// the command). Signals arrive through a signalfd (they stay blocked), so
+/// one poll waits for everything. Observation failures go to `errors` and
+/// end only the observation. Returns the child's status and the lost
+/// mount, if one stopped the command. With a `job`, the command's stops
+/// (init's reports; on the capability-free way, the worker's own) stop the
+/// stub in turn; other reports read meanwhile go to `early`.
+pub(super) fn serve(
+    child: Pid,
+    set: &SigSet,
+    way: Way,
+    (mut observed, mut guard): (Option<(&mut Observer, OwnedFd)>, Option<&Guard>),
+    job: Option<&Job>,
+    errors: &mut Vec<String>,
+    early: &mut Vec<Report>,
+) -> Result<(i32, Option<Lost>), Errno> {
+    let signals = SignalFd::with_flags(set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
+    // Init reports stops on the control channel; the capability-free
+    // worker is the stub's child, whose stops wait4 shows.
+    let capfree = matches!(way, Way::CapabilityFree { .. });
+    let mut control = job.filter(|_| !capfree);
+    let untraced = job.is_some() && capfree;
+    let (mut obs, mut chan) = match observed.take() {
+        Some((obs, chan)) => (Some(obs), Some(chan)),
+        None => (None, None),
+    };
+    let mut listener: Option<OwnedFd> = None;
+    let mut lost = None;
+    loop {
+        let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+        let chan_at = chan.as_ref().map(|c| {
+            fds.push(PollFd::new(c.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let listener_at = listener.as_ref().map(|l| {
+            fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let guard_at = guard.map(|g| {
+            fds.push(PollFd::new(g.fd(), PollFlags::POLLPRI));
+            fds.len() - 1
+        });
+        let control_at = control.map(|j| {
+            fds.push(PollFd::new(j.control.as_fd(), PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        if let Some(o) = obs.as_ref().filter(|o| o.pending()) {
+            fds.push(PollFd::new(o.socket(), PollFlags::POLLOUT));
+        }
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+        let ready: Vec<PollFlags> = fds
+            .iter()
+            .map(|f| f.revents().unwrap_or(PollFlags::empty()))
+            .collect();
+        drop(fds);
+        if let (Some(at), Some(g)) = (guard_at, guard) {
+            if ready[at].intersects(PollFlags::POLLPRI | PollFlags::POLLERR) {
+                if let Some(l) = g.changed() {
+                    stop_tree(child, way);
+                    lost = Some(l);
+                    guard = None;
+                }
+            }
+        }
+        if let (Some(at), Some(o)) = (chan_at, obs.as_mut()) {
+            // One message at most: the channel is done either way.
+            if !ready[at].is_empty() {
+                if let Some(c) = chan.take() {
+                    match sys::recv_fd(c.as_fd()) {
+                        Ok(Some((0, Some(fd)))) => listener = Some(fd),
+                        Ok(Some((errno, _))) => {
+                            let text =
+                                format!("seccomp listener: {}", Errno::from_raw(errno).desc());
+                            o.init_error(&text);
+                            errors.push(text);
+                        }
+                        // EOF: init and the worker ended before sending.
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if let (Some(at), Some(o)) = (listener_at, obs.as_mut()) {
+            if ready[at].contains(PollFlags::POLLIN) {
+                if let Some(l) = &listener {
+                    o.handle(l.as_fd());
+                }
+            } else if ready[at]
+                .intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
+            {
+                // No process is left under the filter.
+                listener = None;
+            }
+        }
+        if let Some(o) = obs.as_mut() {
+            o.flush();
+        }
+        if let (Some(at), Some(j)) = (control_at, control) {
+            if !ready[at].is_empty() && !j.read(child, way, early) {
+                control = None;
+            }
+        }
+        if !ready[0].is_empty() {
+            while let Some(info) = signals.read_signal()? {
+                match on_signal(child, info.ssi_signo as libc::c_int, untraced)? {
+                    Some(Event::Ended(status)) => {
+                        if let Some(o) = obs.as_mut() {
+                            o.flush();
+                        }
+                        return Ok((status, lost));
+                    }
+                    Some(Event::Stopped(sig)) => {
+                        if let Some(j) = job {
+                            j.command_stopped(sig, child, way);
+                        }
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+}
+
+/// The end of a capability-free run: kills and reaps every process the
+/// command left behind, as the end of a PID namespace does on the other
+/// way. They are children of the stub (a subreaper), listed in
+/// `/proc/thread-self/children`; killing one hands its own children to the
+/// stub, so the list is read again until nothing is left to reap. Where
+/// `/proc` cannot be read, only the finished ones are reaped.
+pub(super) fn end_leftovers() {
+    loop {
+        let listed = std::fs::read_to_string("/proc/thread-self/children");
+        for pid in listed.iter().flat_map(|text| text.split_whitespace()) {
+            if let Ok(pid) = pid.parse::<libc::pid_t>() {
+                let _ = sys::raw_kill(pid, libc::SIGKILL);
+            }
+        }
+        let reaped = if listed.is_ok() {
+            // Blocking: each one listed was just sent SIGKILL.
+            waitpid(Pid::from_raw(-1), None).map(drop)
+        } else {
+            sys::reap_any(false).and_then(|r| r.map(drop).ok_or(Errno::ECHILD))
+        };
+        match reaped {
+            Ok(()) | Err(Errno::EINTR) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+pub(super) fn read_reports(ours: &OwnedFd) -> Vec<Report> {
+    let mut reports = Vec::new();
+    let mut buf = [0u8; 64];
+    // Non-blocking: every writer has exited (the PID namespace is empty
+    // once its init is reaped), so this reads what is queued, then stops.
+    while let Ok(n) = nix::unistd::read(ours.as_fd(), &mut buf) {
+        if n == 0 {
+            break;
+        }
+        if let Some(r) = Report::decode(&buf[..n]) {
+            reports.push(r);
+        }
+    }
+    reports
+}

@@ -1,0 +1,141 @@
+//! The only module with `unsafe`: thin wrappers over the syscalls that `nix`
+//! does not offer as safe functions, and the raw system calls of the
+//! processes that run in the outer stub's memory (init and the worker:
+//! see "Raw system calls" below and [`spawn_shared`]).
+//!
+//! No wrapper allocates, formats or panics (the exceptions, used only
+//! before the first child, say so).
+//!
+//! One file per concern, each saying what it is for and which processes
+//! call it: `raw` (the system call instruction of each architecture and
+//! the plain calls), `spawn` (clone on a borrowed stack, fork, `_exit`),
+//! `exec` (exec and the PATH search), `seccomp` (filters, listener,
+//! notifications, fd passing, another process's memory), `signals`
+//! (masks, waiting, reaping, process groups and the terminal). This file:
+//! the C `main`, the environment, and small fd helpers.
+#![allow(unsafe_code)]
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::RawFd;
+
+use nix::errno::Errno;
+
+mod exec;
+mod raw;
+mod seccomp;
+mod signals;
+mod spawn;
+
+pub use exec::*;
+pub use raw::*;
+pub use seccomp::*;
+pub use signals::*;
+pub use spawn::*;
+
+fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// The C entry point (see main.rs: no Rust runtime start-up).
+#[cfg(not(test))]
+#[unsafe(no_mangle)]
+pub extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc::c_int {
+    use std::os::unix::ffi::OsStrExt;
+    let count = usize::try_from(argc).unwrap_or(0);
+    let mut args = Vec::with_capacity(count);
+    for i in 0..count {
+        // SAFETY: the C runtime passes `argc` valid pointers in `argv`, each
+        // to a NUL-terminated string that lives, unchanged by us, until exit.
+        let arg = unsafe { std::ffi::CStr::from_ptr(*argv.add(i)) };
+        args.push(std::ffi::OsStr::from_bytes(arg.to_bytes()).to_os_string());
+    }
+    crate::entry(args)
+}
+
+/// Sets or clears `FD_CLOEXEC` on `fd` (one the caller does not own: the
+/// shim's `--args` fds, inherited from the client).
+pub fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {
+    // SAFETY: F_GETFD takes no argument and touches no memory of ours.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFD) }.into())? as libc::c_int;
+    let flags = if on {
+        flags | libc::FD_CLOEXEC
+    } else {
+        flags & !libc::FD_CLOEXEC
+    };
+    // SAFETY: F_SETFD takes an int by value and touches no memory of ours.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags) }.into()).map(|_| ())
+}
+
+/// Sets a variable in the environment.
+pub fn set_env(name: &str, value: &OsStr) {
+    // SAFETY: the process is single-threaded (see `fork`), so nothing reads
+    // the environment concurrently; the shim sets it just before its exec.
+    unsafe { std::env::set_var(name, value) };
+}
+
+/// Removes a variable from the environment.
+pub fn remove_env(name: &str) {
+    // SAFETY: the process is single-threaded (see `fork`), so nothing reads
+    // the environment concurrently; called before the first fork only.
+    unsafe { std::env::remove_var(name) };
+}
+
+/// `PR_GET_DUMPABLE`: 0, 1 or 2 (`suid_dumpable`). nix reads it as a bool,
+/// which loses the difference between 1 and 2.
+pub fn get_dumpable() -> io::Result<i32> {
+    // SAFETY: PR_GET_DUMPABLE takes no pointer arguments.
+    let ret = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) };
+    check(ret.into()).map(|v| v as i32)
+}
+
+/// The rest of the regular file open on `fd` (a number named by the
+/// caller, not owned here), from its current offset to its end, read with
+/// `pread` so the offset does not move: what whoever reads it next (here,
+/// bubblewrap's `--args FD`) will read. A pipe, socket or anything else
+/// but a regular file (memfd and O_TMPFILE files are regular) is refused
+/// with what it is: reading it would take its content from its reader.
+pub fn read_rest_of_file(fd: RawFd) -> Result<Vec<u8>, String> {
+    // SAFETY: a zeroed stat is a valid buffer for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat reads no memory of ours and writes one stat; a bad fd
+    // is EBADF.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(format!("fd {fd}: {}", Errno::last().desc()));
+    }
+    let kind = st.st_mode & libc::S_IFMT;
+    if kind != libc::S_IFREG {
+        let what = match kind {
+            libc::S_IFIFO => "a pipe",
+            libc::S_IFSOCK => "a socket",
+            libc::S_IFCHR => "a character device",
+            libc::S_IFDIR => "a folder",
+            _ => "not a regular file",
+        };
+        return Err(format!(
+            "fd {fd} is {what}: reading it would take its content from bubblewrap"
+        ));
+    }
+    // SAFETY: lseek with SEEK_CUR and offset 0 only reports the offset.
+    let start = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+    if start < 0 {
+        return Err(format!("fd {fd}: {}", Errno::last().desc()));
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let at = start + out.len() as libc::off_t;
+        // SAFETY: pread writes at most `buf.len()` bytes into `buf`.
+        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), at) };
+        match n {
+            0 => return Ok(out),
+            n if n > 0 => out.extend_from_slice(&buf[..n as usize]),
+            _ if Errno::last() == Errno::EINTR => {}
+            _ => return Err(format!("fd {fd}: {}", Errno::last().desc())),
+        }
+    }
+}

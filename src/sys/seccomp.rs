@@ -1,0 +1,274 @@
+//! seccomp: installing the filters (and the observe filter's listener),
+//! passing the listener's fd over the control channel, the notifications
+//! (receive, continue, still valid), reading another process's memory,
+//! and the doctor's questions (which actions the kernel knows, this
+//! process's mode). Called by the worker (install, send), the stub
+//! (receive, notifications) and the doctor.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::errno::Errno;
+
+use super::*;
+
+/// Whether the kernel knows the seccomp filter action `action`
+/// (`seccomp(SECCOMP_GET_ACTION_AVAIL)`, Linux 4.14): `Ok` if so,
+/// EOPNOTSUPP if not, EINVAL without filter support. For `--doctor`.
+pub fn seccomp_action_available(action: u32) -> Result<(), Errno> {
+    const SECCOMP_GET_ACTION_AVAIL: usize = 2;
+    // SAFETY: the kernel reads one u32 from the pointer, which points to
+    // `action`, alive on this frame for the whole call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_seccomp,
+            [
+                SECCOMP_GET_ACTION_AVAIL,
+                0,
+                &action as *const u32 as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// This process's seccomp mode (`PR_GET_SECCOMP`): 0 none, 1 strict, 2
+/// filter; EINVAL on a kernel built without seccomp.
+pub fn seccomp_mode() -> Result<usize, Errno> {
+    numeric(
+        libc::SYS_prctl,
+        [libc::PR_GET_SECCOMP as usize, 0, 0, 0, 0, 0],
+    )
+}
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER, 0, prog)`.
+///
+/// `prog` must be a validated program (see `filter::Program`): a whole
+/// number of 8-byte `sock_filter` instructions, 1..=4096 of them.
+pub fn install_filter(prog: &'static [u8]) -> Result<(), Errno> {
+    seccomp_filter(prog, 0).map(drop)
+}
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+/// prog)`: installs `prog` and returns its notification listener.
+pub fn install_filter_listener(prog: &'static [u8]) -> Result<OwnedFd, Errno> {
+    let fd = seccomp_filter(prog, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)? as RawFd;
+    // SAFETY: with this flag the kernel returns a new file descriptor, owned
+    // here only.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn seccomp_filter(prog: &'static [u8], flags: libc::c_ulong) -> Result<usize, Errno> {
+    let fprog = libc::sock_fprog {
+        len: (prog.len() / 8) as libc::c_ushort,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: the kernel reads `len` instructions of 8 bytes from `filter`
+    // (copy_from_user, so alignment does not matter); `filter::Program`
+    // guarantees the slice holds exactly that many, and it is `'static`.
+    let ret = unsafe {
+        syscall6(
+            libc::SYS_seccomp,
+            [
+                libc::SECCOMP_SET_MODE_FILTER as usize,
+                flags as usize,
+                (&raw const fprog) as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    raw_result(ret)
+}
+
+/// The message of [`send_fd`]: a 4-byte status, plus the fd when it is 0.
+const FD_MESSAGE_SPACE: usize = 64;
+
+/// Room for one SCM_RIGHTS header and fd, aligned for `cmsghdr`.
+#[repr(C, align(8))]
+struct Control([u8; FD_MESSAGE_SPACE]);
+
+/// A message header over one buffer; its control part is left empty.
+fn msghdr_for(iov: &mut libc::iovec) -> libc::msghdr {
+    // SAFETY: a zeroed msghdr is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg
+}
+
+/// Sends `status` (0: `fd` attached; otherwise an errno and no fd) as one
+/// message on a Unix socket, with `fd` in SCM_RIGHTS. No allocation.
+pub fn send_fd(sock: RawFd, status: i32, fd: Option<RawFd>) -> Result<(), Errno> {
+    let mut payload = status.to_ne_bytes();
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    let mut control = Control([0; FD_MESSAGE_SPACE]);
+    let mut msg = msghdr_for(&mut iov);
+    if let Some(fd) = fd {
+        // SAFETY: CMSG_SPACE/CMSG_LEN are arithmetic; `control` is aligned
+        // for cmsghdr and larger than CMSG_SPACE(4), so the first header
+        // and its 4 data bytes lie inside it.
+        unsafe {
+            let space = libc::CMSG_SPACE(4) as usize;
+            msg.msg_control = control.0.as_mut_ptr().cast();
+            msg.msg_controllen = space as _;
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(4) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
+        }
+    }
+    // SAFETY: `msg` points at `iov`, `payload` and `control`, all alive for
+    // the call. Raw: the worker sends this in shared memory.
+    let ret = unsafe {
+        syscall6(
+            libc::SYS_sendmsg,
+            [
+                sock as usize,
+                (&raw const msg) as usize,
+                libc::MSG_NOSIGNAL as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    raw_result(ret).map(drop)
+}
+
+/// Receives a [`send_fd`] message: the status and the fd, if one came.
+/// `Ok(None)` when the peer has closed without sending.
+pub fn recv_fd(sock: BorrowedFd<'_>) -> io::Result<Option<(i32, Option<OwnedFd>)>> {
+    let mut payload = [0u8; 4];
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    let mut control = Control([0; FD_MESSAGE_SPACE]);
+    let mut msg = msghdr_for(&mut iov);
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = FD_MESSAGE_SPACE as _;
+    // SAFETY: `msg` points at buffers alive for the call; CMSG_CLOEXEC
+    // makes any received fd close-on-exec.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    let n = check(n as libc::c_long)?;
+    let mut fd = None;
+    // SAFETY: the kernel filled `control` up to msg_controllen; the CMSG
+    // macros walk it within that length. Each SCM_RIGHTS fd is new and
+    // owned here only.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let raw = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>());
+                fd = Some(OwnedFd::from_raw_fd(raw));
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    if n == 0 {
+        return Ok(None);
+    }
+    Ok(Some((i32::from_ne_bytes(payload), fd)))
+}
+
+/// `SECCOMP_IOCTL_NOTIF_RECV`: the next notification on a listener.
+pub fn notif_recv(listener: BorrowedFd<'_>) -> io::Result<libc::seccomp_notif> {
+    // SAFETY: the kernel requires a zeroed seccomp_notif and fills it.
+    let mut notif: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: the ioctl writes one seccomp_notif to the pointer.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_RECV as _,
+            &mut notif as *mut libc::seccomp_notif,
+        )
+    };
+    check(ret.into()).map(|_| notif)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_SEND` with SECCOMP_USER_NOTIF_FLAG_CONTINUE: the
+/// call goes on as if no filter had stopped it.
+pub fn notif_continue(listener: BorrowedFd<'_>, id: u64) -> io::Result<()> {
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: 0,
+        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    };
+    // SAFETY: the ioctl reads one seccomp_notif_resp from the pointer.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND as _,
+            &mut resp as *mut libc::seccomp_notif_resp,
+        )
+    };
+    check(ret.into()).map(drop)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_ID_VALID`: the notifying thread still waits, so
+/// the pid it gave was not reused.
+pub fn notif_id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
+    let mut id = id;
+    // SAFETY: the ioctl reads one u64 from the pointer.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _,
+            &mut id as *mut u64,
+        )
+    };
+    ret == 0
+}
+
+/// Reads a NUL-terminated string of at most `buf.len() - 1` bytes from
+/// another process's memory at `addr` (`process_vm_readv`, a page at a
+/// time so an unmapped page after the string does not fail the read).
+/// Returns the bytes before the NUL, or `None` if none could be read.
+pub fn read_remote_string(pid: libc::pid_t, addr: u64, buf: &mut [u8]) -> Option<usize> {
+    const PAGE: u64 = 4096;
+    let mut len = 0;
+    while len < buf.len() {
+        let at = addr.checked_add(len as u64)?;
+        let chunk = ((PAGE - at % PAGE) as usize).min(buf.len() - len);
+        let local = libc::iovec {
+            iov_base: buf[len..].as_mut_ptr().cast(),
+            iov_len: chunk,
+        };
+        let remote = libc::iovec {
+            iov_base: at as usize as *mut libc::c_void,
+            iov_len: chunk,
+        };
+        // SAFETY: `local` describes `chunk` writable bytes inside `buf`; the
+        // remote address is only read by the kernel, in the other process.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_process_vm_readv,
+                pid,
+                &local as *const libc::iovec,
+                1 as libc::c_ulong,
+                &remote as *const libc::iovec,
+                1 as libc::c_ulong,
+                0 as libc::c_ulong,
+            )
+        };
+        if n <= 0 {
+            break;
+        }
+        let n = n as usize;
+        if let Some(end) = buf[len..len + n].iter().position(|&b| b == 0) {
+            return Some(len + end);
+        }
+        len += n;
+    }
+    None
+}
