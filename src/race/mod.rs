@@ -7,11 +7,12 @@
 //! futex, as a runtime's join does; `spin`: polls the tid word, which
 //! returns sooner and widens the window), then enters a user namespace:
 //! `naive` calls `unshare(CLONE_NEWUSER)` at once, as the racy helper did;
-//! `helper` calls [`userns::enter_user_namespace`], the very routine the
+//! `helper` calls [`crate::userns::enter_user_namespace`], the very routine the
 //! helper runs. The child sends back one fixed-size record over a pipe.
 //!
 //! End-to-end mode (`--exec`): runs `<helper> [args] true` N times and
-//! groups the failures by exit status and first stderr line.//!
+//! groups the failures by exit status and first stderr line.
+//!
 //! Files: this one (options, the load processes, the run), iterations.rs
 //! (the in-process iterations and their summary), exec.rs (the end-to-end
 //! mode), report.rs (the report, as text or JSON lines).

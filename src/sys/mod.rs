@@ -1,7 +1,7 @@
 //! The only module with `unsafe`: thin wrappers over the syscalls that `nix`
 //! does not offer as safe functions, and the raw system calls of the
 //! processes that run in the outer stub's memory (init and the worker:
-//! see "Raw system calls" below and [`spawn_shared`]).
+//! see raw.rs and [`spawn_shared`]).
 //!
 //! No wrapper allocates, formats or panics (the exceptions, used only
 //! before the first child, say so).

@@ -1,5 +1,5 @@
 //! Signals, reaping and process groups: the signal mask and
-//! `sigwaitinfo` of the stub and init, `waitid`-style reaping (init, the
+//! `sigwaitinfo` of the stub and init, reaping with `wait4` (init, the
 //! stub on the capability-free way), default dispositions, and the
 //! terminal's foreground group (the worker's own group, the stub's
 //! hand-over and take-back).
