@@ -1,7 +1,9 @@
 //! Compiles the seccomp filters for x86_64 and aarch64 into `OUT_DIR`.
 //!
 //! The rules are data in `src/filter/rules.rs`; this file turns them into
-//! classic BPF with a small assembler of its own. Each program:
+//! classic BPF with a small assembler of its own: four programs per
+//! architecture (unix, namespaces, the capability-free way's unix, and
+//! observe). Each program:
 //!
 //! 1. loads the architecture and kills any other (an x86_64 process can
 //!    enter the i386 ABI with `int 0x80`), then loads the syscall number;
@@ -27,7 +29,7 @@
 //! action cache is computed by running it for every syscall number), and
 //! the helper installs up to three per run, two of them between its start
 //! and the command's. seccompiler's programs were 53 and 95 instructions
-//! long; these are 22 and 21 (the C helper's: 18 and 42). README,
+//! long; these were 22 and 21 (the C helper's: 18 and 42). README,
 //! "Measured", has the figures.
 //!
 //! seccompiler keeps the role a well-kept general compiler serves best next
@@ -224,6 +226,27 @@ fn conditions(a: &mut Asm, conds: &[Cond], matched: usize, allow: usize) {
                 a.load_arg(arg);
                 a.jump(BPF_JMP_JSET_K, bits, To::Label(holds), To::Label(allow));
             }
+            Cond::Differs { pairs } => {
+                // Each argument: one of its values goes on to the next
+                // argument (after the last: the condition fails); none of
+                // them, and the condition holds.
+                for (j, &(arg, values)) in pairs.iter().enumerate() {
+                    let last_pair = j + 1 == pairs.len();
+                    let next = if last_pair { allow } else { a.label() };
+                    a.load_arg(arg);
+                    for (k, &v) in values.iter().enumerate() {
+                        let miss = if k + 1 == values.len() {
+                            To::Label(holds)
+                        } else {
+                            To::Next
+                        };
+                        a.jump(BPF_JMP_JEQ_K, v, To::Label(next), miss);
+                    }
+                    if !last_pair {
+                        a.place(next);
+                    }
+                }
+            }
         }
         if !last {
             a.place(holds);
@@ -241,9 +264,11 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
         return Err("clone3 must not be a rule: it answers ENOSYS".into());
     }
     if rules.iter().any(|r| {
-        r.all_of
-            .iter()
-            .any(|c| matches!(c, Cond::OneOf { values, .. } if values.is_empty()))
+        r.all_of.iter().any(|c| match c {
+            Cond::OneOf { values, .. } => values.is_empty(),
+            Cond::Differs { pairs } => pairs.is_empty(),
+            Cond::AnyBit { .. } => false,
+        })
     }) {
         return Err("a condition with no values".into());
     }
@@ -254,7 +279,7 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     a.jump(BPF_JMP_JEQ_K, audit_arch(arch), To::Next, To::Label(kill));
     a.stmt(BPF_LD_W_ABS, NR_OFFSET);
     match (arch, set) {
-        (Arch::X86_64, Set::Unix) => {
+        (Arch::X86_64, Set::Unix | Set::UnixCapabilityFree) => {
             let native = a.label();
             a.jump(
                 BPF_JMP_JSET_K,
@@ -268,7 +293,7 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
         (_, Set::Namespaces) => {
             a.jump(BPF_JMP_JEQ_K, rules::CLONE3, To::Label(enosys), To::Next);
         }
-        (Arch::Aarch64, Set::Unix) | (_, Set::Observe) => {}
+        (Arch::Aarch64, Set::Unix | Set::UnixCapabilityFree) | (_, Set::Observe) => {}
     }
 
     // One block per distinct condition list, in order of first use.
@@ -299,7 +324,7 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     a.place(matched);
     a.ret(match set {
         Set::Observe => SECCOMP_RET_USER_NOTIF,
-        Set::Unix | Set::Namespaces => SECCOMP_RET_ERRNO | rules::EPERM,
+        Set::Unix | Set::Namespaces | Set::UnixCapabilityFree => SECCOMP_RET_ERRNO | rules::EPERM,
     });
     a.place(allow);
     a.ret(SECCOMP_RET_ALLOW);

@@ -26,19 +26,21 @@ macro_rules! embed {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn embedded_bytes() -> [&'static [u8]; 3] {
+fn embedded_bytes() -> [&'static [u8]; 4] {
     [
         embed!("x86_64-unix.bpf"),
         embed!("x86_64-namespaces.bpf"),
+        embed!("x86_64-unix-capability-free.bpf"),
         embed!("x86_64-observe.bpf"),
     ]
 }
 
 #[cfg(target_arch = "aarch64")]
-fn embedded_bytes() -> [&'static [u8]; 3] {
+fn embedded_bytes() -> [&'static [u8]; 4] {
     [
         embed!("aarch64-unix.bpf"),
         embed!("aarch64-namespaces.bpf"),
+        embed!("aarch64-unix-capability-free.bpf"),
         embed!("aarch64-observe.bpf"),
     ]
 }
@@ -84,6 +86,10 @@ impl Program {
 #[derive(Clone, Copy, Debug)]
 pub struct Filters {
     pub unix: Program,
+    /// The capability-free way's unix filter, installed there instead of
+    /// `unix`: the same rules, and calls aimed at other processes by PID,
+    /// group or user refused (rules.rs, `Set::UnixCapabilityFree`).
+    pub unix_capability_free: Program,
     /// `None` when nesting is allowed (`SRT_ALLOW_NESTED_USERNS=1`).
     pub namespaces: Option<Program>,
     /// The USER_NOTIF filter for write-intent calls, installed only when
@@ -93,13 +99,16 @@ pub struct Filters {
 
 /// Validates the embedded programs and picks those to install.
 pub fn filters(allow_nested_userns: bool) -> Result<Filters, Error> {
-    let [unix, namespaces, observe] = embedded_bytes();
+    let [unix, namespaces, unix_capability_free, observe] = embedded_bytes();
     let unix = Program::new(unix).map_err(|e| Error::Filter(format!("unix: {e}")))?;
+    let unix_capability_free = Program::new(unix_capability_free)
+        .map_err(|e| Error::Filter(format!("unix-capability-free: {e}")))?;
     let namespaces =
         Program::new(namespaces).map_err(|e| Error::Filter(format!("namespaces: {e}")))?;
     let observe = Program::new(observe).map_err(|e| Error::Filter(format!("observe: {e}")))?;
     Ok(Filters {
         unix,
+        unix_capability_free,
         namespaces: (!allow_nested_userns).then_some(namespaces),
         observe,
     })

@@ -45,7 +45,13 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
             chan.fail(Step::Landlock, e);
         }
     }
-    if let Err(e) = sys::install_filter(plan.filters.unix.bytes()) {
+    // With no PID namespace, the unix filter also keeps priorities, limits
+    // and scheduling of processes outside from the command's reach.
+    let unix = match plan.way {
+        Way::CapabilityFree { .. } => plan.filters.unix_capability_free,
+        Way::Namespaces { .. } => plan.filters.unix,
+    };
+    if let Err(e) = sys::install_filter(unix.bytes()) {
         chan.fail(Step::FilterUnix, e);
     }
     // Observed runs: the observe filter, its listener to the stub (then

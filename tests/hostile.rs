@@ -165,14 +165,25 @@ fn group_of(argv: &[&str]) -> Option<(i32, i32)> {
         .collect();
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        for (pid, pgrp) in processes() {
+        for (pid, _) in processes() {
+            // The group is read again once the command line matches: the
+            // listing may have seen the process before its exec (and the
+            // worker's `setpgid` just before it).
             if std::fs::read(format!("/proc/{pid}/cmdline")).ok() == Some(want.clone()) {
-                return Some((pid, pgrp));
+                return group(pid).map(|g| (pid, g));
             }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     None
+}
+
+/// The process group of `pid`, from its stat line.
+fn group(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After "pid (comm) ": state, ppid, pgrp.
+    let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+    rest.split(' ').nth(2).and_then(|p| p.parse().ok())
 }
 
 /// (pid, process group) of every process on the machine.
@@ -182,12 +193,7 @@ fn processes() -> Vec<(i32, i32)> {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // After "pid (comm) ": state, ppid, pgrp.
-        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
-        if let Some(pgrp) = rest.split(' ').nth(2).and_then(|p| p.parse().ok()) {
+        if let Some(pgrp) = group(pid) {
             out.push((pid, pgrp));
         }
     }
@@ -403,5 +409,76 @@ fn a_command_cannot_pass_its_status_off_as_the_helpers() {
             "{}",
             stderr(&out)
         );
+    }
+}
+
+/// THREATS row 24: priorities, resource limits, CPU affinity, scheduling
+/// and I/O priority of another process, by PID, group or user. On the
+/// namespace way the other processes are out of sight (ESRCH); on the
+/// capability-free way, with no PID namespace and no ptrace-mode check for
+/// Landlock to hold, the filter refuses each (EPERM) unless it is aimed at
+/// the command itself, which works on both ways. The target is a process
+/// of the same user, whose nice value stays 0.
+#[test]
+fn priorities_and_limits_of_processes_outside_stay_out_of_reach() {
+    let Some(probe) = fixture().probe() else {
+        return;
+    };
+    const CALLS: [&str; 7] = [
+        "setpriority",
+        "prlimit",
+        "affinity",
+        "scheduler",
+        "param",
+        "attr",
+        "ioprio",
+    ];
+    for way in WAYS {
+        for user in users() {
+            let what = format!("{way:?} {user:?}");
+            let mut victim = Command::new("sleep");
+            victim.arg("30").stdin(Stdio::null());
+            if user == User::Unprivileged && is_root() {
+                victim.uid(NOBODY).gid(NOBODY);
+            }
+            let mut victim = victim.spawn().expect("sleep");
+            let target = format!("outside:{}", victim.id());
+            let out = helper(
+                Place::Host,
+                user,
+                &[],
+                &way.args(&[probe.to_str().unwrap(), &target, "self-calls"]),
+            );
+            let nice = std::fs::read_to_string(format!("/proc/{}/stat", victim.id()))
+                .ok()
+                .and_then(|s| s.rsplit(") ").next().map(str::to_string))
+                .and_then(|rest| rest.split(' ').nth(16).map(str::to_string));
+            let _ = victim.kill();
+            let _ = victim.wait();
+            assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+            let got = probe_results(&stdout(&out));
+            let outside_answer = match way {
+                common::threats::Way::CapabilityFree => "errno:EPERM",
+                common::threats::Way::Auto => "errno:ESRCH",
+            };
+            for call in CALLS
+                .iter()
+                .chain(&["prio-pgrp", "prio-user", "ioprio-user"])
+            {
+                assert_eq!(
+                    got.get(&format!("outside-{call}")).map(String::as_str),
+                    Some(outside_answer),
+                    "{what} outside-{call}: {got:?}"
+                );
+            }
+            for call in CALLS {
+                assert_eq!(
+                    got.get(&format!("self-{call}")).map(String::as_str),
+                    Some("ok"),
+                    "{what} self-{call}: {got:?}"
+                );
+            }
+            assert_eq!(nice.as_deref(), Some("0"), "{what}: the target was reniced");
+        }
     }
 }

@@ -3,7 +3,9 @@
 //! The same rule table (`rules.rs`) is compiled a second time, by
 //! seccompiler (rust-vmm's filter compiler, the one Firecracker ships),
 //! and both programs are run through the interpreter (`interp.rs`) for
-//! every syscall number 0-511 of both architectures with the property
+//! every syscall number 0-511 of both architectures and all four
+//! programs (unix, namespaces, the capability-free way's unix, observe),
+//! with the property
 //! test's argument samples (4000 for a number the table lists, 16 for
 //! any other): they must give the same answer (EPERM,
 //! USER_NOTIF or allow) every time. The table itself is checked against
@@ -20,7 +22,9 @@
 //! seccompiler expresses "one of these values" and "any of these bits" as
 //! alternatives: one rule per value, per bit, per combination of the
 //! conditions of one of our rules (its rules for one number are ORed, the
-//! conditions of one rule ANDed), each a masked 32-bit (`Dword`) equality.
+//! conditions of one rule ANDed), each a masked 32-bit (`Dword`) equality;
+//! "an argument none of its values" is one rule per argument, `!=` each
+//! value.
 
 use std::collections::BTreeMap;
 
@@ -33,8 +37,8 @@ use super::interp::{Decoded, SeccompData};
 use super::rules::{self, Arch, Cond, Rule, Set};
 use super::tests::property::{Rng, random_args};
 use super::tests::{
-    NS_AARCH64, NS_X86_64, OBSERVE_AARCH64, OBSERVE_X86_64, Outcome, UNIX_AARCH64, UNIX_X86_64,
-    outcome,
+    NS_AARCH64, NS_X86_64, OBSERVE_AARCH64, OBSERVE_X86_64, Outcome, UNIX_AARCH64,
+    UNIX_CAPFREE_AARCH64, UNIX_CAPFREE_X86_64, UNIX_X86_64, outcome,
 };
 
 const SECCOMP_RET_LOG: u32 = 0x7ffc_0000;
@@ -47,16 +51,15 @@ const NUMBERS: std::ops::Range<i32> = 0..512;
 const SAMPLES_LISTED: usize = 4000;
 const SAMPLES: usize = 16;
 
-/// One condition of ours as seccompiler's alternatives (any one holds).
-fn alternatives(cond: &Cond) -> Vec<SeccompCondition> {
+/// One condition of ours as seccompiler's alternatives (any one holds),
+/// each a conjunction of seccompiler conditions.
+fn alternatives(cond: &Cond) -> Vec<Vec<SeccompCondition>> {
+    let dword = |arg: u8, op: SeccompCmpOp, value: u32| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, u64::from(value))
+            .expect("a valid condition")
+    };
     let masked = |arg: u8, mask: u32, value: u32| {
-        SeccompCondition::new(
-            arg,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::MaskedEq(u64::from(mask)),
-            u64::from(value),
-        )
-        .expect("a valid condition")
+        vec![dword(arg, SeccompCmpOp::MaskedEq(u64::from(mask)), value)]
     };
     match *cond {
         Cond::OneOf { arg, mask, values } => values.iter().map(|&v| masked(arg, mask, v)).collect(),
@@ -64,6 +67,16 @@ fn alternatives(cond: &Cond) -> Vec<SeccompCondition> {
             .map(|b| 1u32 << b)
             .filter(|bit| bits & bit != 0)
             .map(|bit| masked(arg, bit, bit))
+            .collect(),
+        // One argument none of its values: `!=` each of them.
+        Cond::Differs { pairs } => pairs
+            .iter()
+            .map(|&(arg, values)| {
+                values
+                    .iter()
+                    .map(|&v| dword(arg, SeccompCmpOp::Ne, v))
+                    .collect()
+            })
             .collect(),
     }
 }
@@ -81,7 +94,7 @@ fn expand(rule: &Rule) -> Option<Vec<SeccompRule>> {
             .flat_map(|c| {
                 alternatives(cond).into_iter().map(move |alt| {
                     let mut next = c.clone();
-                    next.push(alt);
+                    next.extend(alt);
                     next
                 })
             })
@@ -187,12 +200,14 @@ fn compare(arch: Arch, set: Set, ours: &[u8]) -> BTreeMap<String, usize> {
 
 #[test]
 fn our_programs_answer_as_seccompilers_for_every_number_and_sample() {
-    let programs: [(Arch, Set, &[u8]); 6] = [
+    let programs: [(Arch, Set, &[u8]); 8] = [
         (Arch::X86_64, Set::Unix, UNIX_X86_64),
         (Arch::X86_64, Set::Namespaces, NS_X86_64),
+        (Arch::X86_64, Set::UnixCapabilityFree, UNIX_CAPFREE_X86_64),
         (Arch::X86_64, Set::Observe, OBSERVE_X86_64),
         (Arch::Aarch64, Set::Unix, UNIX_AARCH64),
         (Arch::Aarch64, Set::Namespaces, NS_AARCH64),
+        (Arch::Aarch64, Set::UnixCapabilityFree, UNIX_CAPFREE_AARCH64),
         (Arch::Aarch64, Set::Observe, OBSERVE_AARCH64),
     ];
     for (arch, set, ours) in programs {

@@ -36,6 +36,13 @@ pub enum Set {
     Unix,
     /// THREATS rows 10-13: new user/mount namespaces and mount-type calls.
     Namespaces,
+    /// The unix filter of the capability-free way, which has no PID
+    /// namespace to hide other processes: the unix rules, and (THREATS row
+    /// 24) the calls that act on another process by PID, group or user
+    /// with no ptrace-mode check, so Landlock does not cover them:
+    /// priorities, resource limits, CPU affinity and scheduling, I/O
+    /// priority. Each is refused unless aimed at the caller itself.
+    UnixCapabilityFree,
     /// Only with `SRT_OBSERVE_SOCK`: write-intent filesystem calls, answered
     /// with SECCOMP_RET_USER_NOTIF (the stub lets each one continue, then
     /// reports it). Never refuses anything.
@@ -43,190 +50,28 @@ pub enum Set {
 }
 
 impl Set {
-    pub const ALL: [Set; 3] = [Set::Unix, Set::Namespaces, Set::Observe];
+    pub const ALL: [Set; 4] = [
+        Set::Unix,
+        Set::Namespaces,
+        Set::UnixCapabilityFree,
+        Set::Observe,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Set::Unix => "unix",
             Set::Namespaces => "namespaces",
+            Set::UnixCapabilityFree => "unix-capability-free",
             Set::Observe => "observe",
         }
     }
 }
 
-/// Where a written path is found in a call's arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathArg {
-    /// A path string: `path` is the index of the pointer, `dirfd` that of
-    /// the directory it is relative to (`None`: the working directory).
-    At { dirfd: Option<u8>, path: u8 },
-    /// The file the descriptor at index `fd` is open on (fchmod, fchown,
-    /// fsetxattr...: changes through a descriptor open for reading only).
-    Fd { fd: u8 },
-    /// A Unix socket address at index `addr` (`bind`): the socket file it
-    /// creates, for a pathname address; nothing for any other.
-    UnixAddr { addr: u8, len: u8 },
-}
-
-/// One observed syscall.
-#[derive(Clone, Copy, Debug)]
-pub struct Observed {
-    pub nr: u32,
-    pub name: &'static str,
-    /// Observed only when this argument has a write-intent open flag
-    /// (`OPEN_WRITE_FLAGS`); `None`: always.
-    pub flags: Option<u8>,
-    /// The paths it writes: one report line each.
-    pub paths: &'static [PathArg],
-}
-
-/// O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND (the same on both
-/// architectures).
-pub const OPEN_WRITE_FLAGS: [u32; 5] = [0o1, 0o2, 0o100, 0o1000, 0o2000];
-
-const AT0: &[PathArg] = &[PathArg::At {
-    dirfd: Some(0),
-    path: 1,
-}];
-const CWD0: &[PathArg] = &[PathArg::At {
-    dirfd: None,
-    path: 0,
-}];
-/// linkat/renameat: (olddirfd, oldpath, newdirfd, newpath).
-const AT_TWO: &[PathArg] = &[
-    PathArg::At {
-        dirfd: Some(0),
-        path: 1,
-    },
-    PathArg::At {
-        dirfd: Some(2),
-        path: 3,
-    },
-];
-const CWD_TWO: &[PathArg] = &[
-    PathArg::At {
-        dirfd: None,
-        path: 0,
-    },
-    PathArg::At {
-        dirfd: None,
-        path: 1,
-    },
-];
-/// symlinkat(target, newdirfd, linkpath): only the link is written.
-const SYMLINKAT: &[PathArg] = &[PathArg::At {
-    dirfd: Some(1),
-    path: 2,
-}];
-/// symlink(target, linkpath).
-const SYMLINK: &[PathArg] = &[PathArg::At {
-    dirfd: None,
-    path: 1,
-}];
-/// fchmod(fd, ...), fchown(fd, ...), fsetxattr(fd, ...).
-const FD0: &[PathArg] = &[PathArg::Fd { fd: 0 }];
-/// bind(fd, addr, len).
-const BIND: &[PathArg] = &[PathArg::UnixAddr { addr: 1, len: 2 }];
-
-const fn obs(nr: u32, name: &'static str, paths: &'static [PathArg]) -> Observed {
-    Observed {
-        nr,
-        name,
-        flags: None,
-        paths,
-    }
-}
-
-/// Calls with the same number on both architectures: setxattrat and
-/// removexattrat (Linux 6.13).
-fn observed_generic() -> [Observed; 2] {
-    [obs(463, "setxattrat", AT0), obs(466, "removexattrat", AT0)]
-}
-
-/// The write-intent calls the observe filter reports (the legacy
-/// path-only forms exist on x86_64 only).
-pub fn observed(arch: Arch) -> Vec<Observed> {
-    let open_at = |nr| Observed {
-        nr,
-        name: "openat",
-        flags: Some(2),
-        paths: AT0,
-    };
-    let mut table = match arch {
-        Arch::X86_64 => vec![
-            open_at(257),
-            Observed {
-                nr: 2,
-                name: "open",
-                flags: Some(1),
-                paths: CWD0,
-            },
-            obs(437, "openat2", AT0),
-            obs(85, "creat", CWD0),
-            obs(263, "unlinkat", AT0),
-            obs(87, "unlink", CWD0),
-            obs(84, "rmdir", CWD0),
-            obs(258, "mkdirat", AT0),
-            obs(83, "mkdir", CWD0),
-            obs(259, "mknodat", AT0),
-            obs(133, "mknod", CWD0),
-            obs(266, "symlinkat", SYMLINKAT),
-            obs(88, "symlink", SYMLINK),
-            obs(265, "linkat", AT_TWO),
-            obs(86, "link", CWD_TWO),
-            obs(264, "renameat", AT_TWO),
-            obs(316, "renameat2", AT_TWO),
-            obs(82, "rename", CWD_TWO),
-            obs(268, "fchmodat", AT0),
-            obs(452, "fchmodat2", AT0),
-            obs(90, "chmod", CWD0),
-            obs(260, "fchownat", AT0),
-            obs(92, "chown", CWD0),
-            obs(94, "lchown", CWD0),
-            obs(280, "utimensat", AT0),
-            obs(132, "utime", CWD0),
-            obs(235, "utimes", CWD0),
-            obs(76, "truncate", CWD0),
-            obs(91, "fchmod", FD0),
-            obs(93, "fchown", FD0),
-            obs(261, "futimesat", AT0),
-            obs(188, "setxattr", CWD0),
-            obs(189, "lsetxattr", CWD0),
-            obs(190, "fsetxattr", FD0),
-            obs(197, "removexattr", CWD0),
-            obs(198, "lremovexattr", CWD0),
-            obs(199, "fremovexattr", FD0),
-            obs(49, "bind", BIND),
-        ],
-        Arch::Aarch64 => vec![
-            open_at(56),
-            obs(437, "openat2", AT0),
-            obs(35, "unlinkat", AT0),
-            obs(34, "mkdirat", AT0),
-            obs(33, "mknodat", AT0),
-            obs(36, "symlinkat", SYMLINKAT),
-            obs(37, "linkat", AT_TWO),
-            obs(38, "renameat", AT_TWO),
-            obs(276, "renameat2", AT_TWO),
-            obs(53, "fchmodat", AT0),
-            obs(452, "fchmodat2", AT0),
-            obs(54, "fchownat", AT0),
-            obs(88, "utimensat", AT0),
-            obs(45, "truncate", CWD0),
-            obs(52, "fchmod", FD0),
-            obs(55, "fchown", FD0),
-            obs(5, "setxattr", CWD0),
-            obs(6, "lsetxattr", CWD0),
-            obs(7, "fsetxattr", FD0),
-            obs(14, "removexattr", CWD0),
-            obs(15, "lremovexattr", CWD0),
-            obs(16, "fremovexattr", FD0),
-            obs(200, "bind", BIND),
-        ],
-    };
-    table.extend(observed_generic());
-    table
-}
+// The observe filter's table: which calls are reported, and where each
+// finds the paths it writes.
+#[path = "observed.rs"]
+mod observed;
+pub use observed::*;
 
 /// A test on the low 32 bits of one argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,6 +84,11 @@ pub enum Cond {
     },
     /// `args[arg] & bits` is not zero: one of the bits is set.
     AnyBit { arg: u8, bits: u32 },
+    /// At least one of the listed arguments is none of the values given
+    /// with it: `(arg, values)` pairs, any one differing.
+    Differs {
+        pairs: &'static [(u8, &'static [u32])],
+    },
 }
 
 /// A syscall is refused (the observe filter: notified) when ALL of its
@@ -271,6 +121,13 @@ pub const CLONE3: u32 = 435;
 pub const ENOSYS: u32 = 38;
 pub const EPERM: u32 = 1;
 
+/// `setpriority` and `ioprio_set` aimed at the caller or its own process
+/// group (`who` 0); the user form reaches every process of a uid.
+const PRIO_PROCESS: u32 = 0;
+const PRIO_PGRP: u32 = 1;
+const IOPRIO_WHO_PROCESS: u32 = 1;
+const IOPRIO_WHO_PGRP: u32 = 2;
+
 /// Syscall numbers that differ between the architectures.
 struct Numbers {
     ioctl: u32,
@@ -282,6 +139,13 @@ struct Numbers {
     mount: u32,
     umount2: u32,
     pivot_root: u32,
+    setpriority: u32,
+    ioprio_set: u32,
+    prlimit64: u32,
+    sched_setaffinity: u32,
+    sched_setscheduler: u32,
+    sched_setparam: u32,
+    sched_setattr: u32,
 }
 
 fn numbers(arch: Arch) -> Numbers {
@@ -296,6 +160,13 @@ fn numbers(arch: Arch) -> Numbers {
             mount: 165,
             umount2: 166,
             pivot_root: 155,
+            setpriority: 141,
+            ioprio_set: 251,
+            prlimit64: 302,
+            sched_setaffinity: 203,
+            sched_setscheduler: 144,
+            sched_setparam: 142,
+            sched_setattr: 314,
         },
         Arch::Aarch64 => Numbers {
             ioctl: 29,
@@ -307,6 +178,13 @@ fn numbers(arch: Arch) -> Numbers {
             mount: 40,
             umount2: 39,
             pivot_root: 41,
+            setpriority: 140,
+            ioprio_set: 30,
+            prlimit64: 261,
+            sched_setaffinity: 122,
+            sched_setscheduler: 119,
+            sched_setparam: 118,
+            sched_setattr: 274,
         },
     }
 }
@@ -403,6 +281,29 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
                 always(MOUNT_SETATTR),
                 always(OPEN_TREE_ATTR),
             ]
+        }
+        Set::UnixCapabilityFree => {
+            let mut all = rules(arch, Set::Unix);
+            let not_self = |nr, pairs| Rule {
+                nr,
+                all_of: vec![Cond::Differs { pairs }],
+            };
+            all.extend([
+                // The caller, or its own group (which on the
+                // capability-free way holds the command alone: THREATS
+                // row 20), by `who` 0.
+                not_self(n.setpriority, &[(0, &[PRIO_PROCESS, PRIO_PGRP]), (1, &[0])]),
+                not_self(
+                    n.ioprio_set,
+                    &[(0, &[IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP]), (1, &[0])],
+                ),
+                not_self(n.prlimit64, &[(0, &[0])]),
+                not_self(n.sched_setaffinity, &[(0, &[0])]),
+                not_self(n.sched_setscheduler, &[(0, &[0])]),
+                not_self(n.sched_setparam, &[(0, &[0])]),
+                not_self(n.sched_setattr, &[(0, &[0])]),
+            ]);
+            all
         }
         Set::Observe => observed(arch)
             .into_iter()

@@ -7,6 +7,8 @@ use super::interp::{SeccompData, run};
 
 /// The observe filter's answers.
 mod observe;
+/// The capability-free way's unix filter: THREATS row 24.
+mod outside;
 /// The property test and its samples (also the seccompiler check's).
 pub(super) mod property;
 
@@ -17,6 +19,12 @@ pub(super) const UNIX_AARCH64: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-unix.bpf"));
 pub(super) const NS_AARCH64: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-namespaces.bpf"));
+pub(super) const UNIX_CAPFREE_X86_64: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/x86_64-unix-capability-free.bpf"));
+pub(super) const UNIX_CAPFREE_AARCH64: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/aarch64-unix-capability-free.bpf"
+));
 
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 const AUDIT_ARCH_I386: u32 = 0x4000_0003;

@@ -282,6 +282,43 @@ static void abstract_connect(const char *name, const char *addr) {
   result(name, r, errno);
 }
 
+/* THREATS row 24: calls that act on another process by PID, group or
+ * user without a ptrace-mode check. Each is a no-op on its target where
+ * it works (the target's own values written back, nice 19 on a sleeping
+ * test process), and the group and user forms name a group and uid that
+ * hold no process, so the kernel answers ESRCH where nothing refuses
+ * them. One line each: outside-NAME=ok or =errno:E. */
+#define UNUSED_ID 4242999
+static void outside_calls(const char *prefix, pid_t pid) {
+  char n[64];
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  sched_getaffinity(0, sizeof mask, &mask);
+  struct sched_param param = {0};
+  struct { uint32_t size, policy; uint64_t flags; int32_t nice; uint32_t prio;
+           uint64_t runtime, deadline, period; uint32_t util_min, util_max; } attr;
+  memset(&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  attr.nice = 19;
+  struct rlimit old;
+  long be4 = (2L << 13) | 4; /* IOPRIO_CLASS_BE, level 4 */
+#define CALL(name, expr) do { snprintf(n, sizeof n, "%s-%s", prefix, name); \
+    errno = 0; long r_ = (expr); result(n, r_, errno); } while (0)
+  CALL("setpriority", syscall(SYS_setpriority, PRIO_PROCESS, pid, 19));
+  CALL("prlimit", syscall(SYS_prlimit64, pid, RLIMIT_NOFILE, NULL, &old));
+  CALL("affinity", syscall(SYS_sched_setaffinity, pid, sizeof mask, &mask));
+  CALL("scheduler", syscall(SYS_sched_setscheduler, pid, SCHED_OTHER, &param));
+  CALL("param", syscall(SYS_sched_setparam, pid, &param));
+  CALL("attr", syscall(SYS_sched_setattr, pid, &attr, 0));
+  CALL("ioprio", syscall(SYS_ioprio_set, 1 /* WHO_PROCESS */, pid, be4));
+  if (pid != 0) {
+    CALL("prio-pgrp", syscall(SYS_setpriority, PRIO_PGRP, UNUSED_ID, 19));
+    CALL("prio-user", syscall(SYS_setpriority, PRIO_USER, UNUSED_ID, 19));
+    CALL("ioprio-user", syscall(SYS_ioprio_set, 3 /* WHO_USER */, UNUSED_ID, be4));
+  }
+#undef CALL
+}
+
 static int cmp_long(const void *a, const void *b) {
   long x = *(const long *)a, y = *(const long *)b;
   return (x > y) - (x < y);
@@ -404,7 +441,8 @@ static int wrapper(int argc, char **argv) {
   /* What a command tries through its process group: renice it, then
    * SIGTERM it (kill(0)). Only the command's own group may feel either. */
   if (argc > 1 && !strcmp(argv[1], "group-attack")) {
-    result("renice-group", setpriority(PRIO_PGRP, 0, 7), errno);
+    int r = setpriority(PRIO_PGRP, 0, 7), e = errno;
+    result("renice-group", r, e);
     fflush(stdout);
     kill(0, SIGTERM);
     sleep(5);
@@ -480,6 +518,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "kill-foreign")) foreign_with(c, 'k');
     else if (!strcmp(c, "ptrace-foreign")) foreign_with(c, 'p');
     else if (!strncmp(c, "abstract-connect:", 17)) abstract_connect("abstract-connect", c + 17);
+    else if (!strncmp(c, "outside:", 8)) outside_calls("outside", (pid_t)atoi(c + 8));
+    else if (!strcmp(c, "self-calls")) outside_calls("self", 0);
     else if (!strncmp(c, "exec-child:", 11)) exec_child("exec-child", c + 11);
     else if (!strncmp(c, "spin-write:", 11)) {
       /* Retries creating the file in a tight loop until it works (a
