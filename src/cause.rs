@@ -82,6 +82,31 @@ impl Settings {
         }
     }
 
+    /// The sysctl that keeps every user namespace from being made here, by
+    /// bubblewrap as by the helper: its name, the value read, and what to
+    /// set. `None` when neither reads as refusing.
+    pub fn userns_blocker(&self) -> Option<String> {
+        let path = |name: &str| {
+            SYSCTLS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or("", |(_, p)| *p)
+        };
+        let (name, set) = if self.value("user.max_user_namespaces") == Some("0") {
+            ("user.max_user_namespaces", "above 0 (e.g. 10000)")
+        } else if self.value("kernel.unprivileged_userns_clone") == Some("0") {
+            ("kernel.unprivileged_userns_clone", "to 1")
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{name} is 0 (read from {}): set it {set} (sysctl -w {name}=..., and in \
+             /etc/sysctl.d/ to keep it); where an outer sandbox set it in its own namespace, \
+             run outside that sandbox",
+            path(name)
+        ))
+    }
+
     fn value(&self, name: &str) -> Option<&str> {
         self.sysctls
             .iter()
@@ -109,13 +134,13 @@ impl Refusal {
         let s = &self.settings;
         match self.probe {
             Probe::NoUserNamespace(e @ (Errno::ENOSPC | Errno::EUSERS)) => {
-                match s.value("user.max_user_namespaces") {
-                    Some("0") => format!(
-                        "no user namespace can be made here ({}): user.max_user_namespaces is \
-                         0 in the namespace this runs in; an outer sandbox set it, or set it \
-                         above 0 (sysctl -w user.max_user_namespaces=N)",
-                        e.desc()
-                    ),
+                match s.userns_blocker() {
+                    Some(blocker) if s.value("user.max_user_namespaces") == Some("0") => {
+                        format!(
+                            "no user namespace can be made here ({}): {blocker}",
+                            e.desc()
+                        )
+                    }
                     _ => format!(
                         "no user namespace can be made here ({}): the user namespace count or \
                          nesting limit (32 deep) is reached; the caller already runs inside \
@@ -126,12 +151,8 @@ impl Refusal {
             }
             Probe::NoUserNamespace(e) => {
                 let mut found = Vec::new();
-                if s.value("kernel.unprivileged_userns_clone") == Some("0") {
-                    found.push(
-                        "kernel.unprivileged_userns_clone is 0: set it to 1 \
-                         (sysctl -w kernel.unprivileged_userns_clone=1)"
-                            .to_string(),
-                    );
+                if let Some(blocker) = s.userns_blocker() {
+                    found.push(blocker);
                 }
                 if s.seccomp_filtered {
                     found.push(
@@ -277,6 +298,38 @@ mod tests {
 
         let text = refusal(Probe::CapabilitiesWork, &[], false);
         assert!(text.contains("a filter on unshare itself"), "{text}");
+    }
+
+    #[test]
+    fn the_blocking_sysctl_is_named_with_its_value_and_what_to_set() {
+        let settings = |pairs: &[(&'static str, &str)]| Settings {
+            sysctls: pairs
+                .iter()
+                .map(|&(name, value)| Setting {
+                    name,
+                    value: value.into(),
+                })
+                .collect(),
+            seccomp_filtered: false,
+        };
+        let text = settings(&[("user.max_user_namespaces", "0")])
+            .userns_blocker()
+            .unwrap();
+        assert!(
+            text.starts_with(
+                "user.max_user_namespaces is 0 (read from /proc/sys/user/max_user_namespaces)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("set it above 0"), "{text}");
+        let text = settings(&[("kernel.unprivileged_userns_clone", "0")])
+            .userns_blocker()
+            .unwrap();
+        assert!(text.contains("set it to 1"), "{text}");
+        assert_eq!(
+            settings(&[("user.max_user_namespaces", "63000")]).userns_blocker(),
+            None
+        );
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod json;
 mod observe;
 mod plan;
 mod race;
+mod settings;
 mod shim;
 mod supervise;
 mod sys;

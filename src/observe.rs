@@ -248,24 +248,26 @@ impl Observer {
 }
 
 /// The path of a `sockaddr_un` at `addr` (`len` bytes) in `pid`'s memory,
-/// if it is a pathname address: the file `bind` creates. Unnamed and
-/// abstract addresses, and other families, create none.
+/// if it is a pathname address: the file `bind` creates, read as the
+/// kernel reads it (`unix_mkname_bsd`): exactly `len` bytes, refused
+/// above `sizeof(struct sockaddr_un)`, the path ending at `len` or at its
+/// first NUL, whichever comes first. Unnamed and abstract addresses, and
+/// other families, create none.
 fn unix_path(pid: libc::pid_t, addr: u64, len: u64) -> Option<Vec<u8>> {
-    const FAMILY: u64 = std::mem::size_of::<libc::sa_family_t>() as u64;
-    if len <= FAMILY {
+    let family = std::mem::size_of::<libc::sa_family_t>();
+    let len = usize::try_from(len).ok()?;
+    if len <= family || len > std::mem::size_of::<libc::sockaddr_un>() {
         return None;
     }
-    // The family, read as a string: AF_UNIX (1) is the bytes 1, 0 on
-    // both (little-endian) architectures.
-    let mut family = [0u8; 3];
-    match sys::read_remote_string(pid, addr, &mut family) {
-        Some(1) if family[0] == libc::AF_UNIX as u8 => {}
-        _ => return None,
+    let mut buf = [0u8; std::mem::size_of::<libc::sockaddr_un>()];
+    sys::read_remote_exact(pid, addr, &mut buf[..len])?;
+    if libc::sa_family_t::from_ne_bytes([buf[0], buf[1]]) != libc::AF_UNIX as libc::sa_family_t {
+        return None;
     }
-    let mut buf = [0u8; 109];
-    let n = sys::read_remote_string(pid, addr.checked_add(FAMILY)?, &mut buf)?;
+    let path = &buf[family..len];
+    let path = &path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())];
     // Empty: an abstract address (it starts with a NUL byte).
-    (n > 0).then(|| buf[..n].to_vec())
+    (!path.is_empty()).then(|| path.to_vec())
 }
 
 /// `base/path`, or `base` alone for an empty path.

@@ -255,16 +255,31 @@ fn a_namespace_limit_of_zero_is_named_with_its_sysctl() {
         let ctx = format!("{user:?}: {}", d.report);
         assert_eq!(d.status, 1, "{ctx}\n{}", d.stderr);
         d.expect("user namespaces", "fail", "No space left on device");
-        assert!(
-            d.fix("user namespaces")
-                .contains("user.max_user_namespaces is 0 in the namespace this runs in"),
-            "{ctx}"
-        );
-        assert!(
-            d.fix("user namespaces")
-                .contains("sysctl -w user.max_user_namespaces=N"),
-            "{ctx}"
-        );
+        // Every fix names the setting, the value where it was read, and
+        // what to set: the entry's and bubblewrap's (whose own message
+        // says only ENOSPC).
+        let checks: &[&str] = if which("bwrap").is_some() {
+            &["user namespaces", "bubblewrap run"]
+        } else {
+            &["user namespaces"]
+        };
+        for &check in checks {
+            let fix = d.fix(check);
+            assert!(
+                fix.contains(
+                    "user.max_user_namespaces is 0 (read from \
+                     /proc/sys/user/max_user_namespaces): set it above 0"
+                ),
+                "{check}: {ctx}"
+            );
+            assert!(
+                fix.contains("sysctl -w user.max_user_namespaces="),
+                "{check}: {ctx}"
+            );
+        }
+        if checks.len() == 2 {
+            assert_eq!(d.status_of("bubblewrap run"), "fail", "{ctx}");
+        }
     }
 }
 
@@ -365,6 +380,82 @@ fn a_step_that_never_answers_is_cut_off_and_leaves_nothing_running() {
         }
         // Bounded: two one-second steps, not the default 5 + 20 s.
         assert!(took.as_secs() < 15, "took {took:?}");
+    }
+}
+
+/// A settings file that is no regular file, or too large: a FIFO (no
+/// writer ever comes), `/dev/zero` (endless), 2 MiB of spaces. The doctor
+/// answers at once that it did not read it, and why; named with
+/// `--srt-settings` and at the default `~/.srt-settings.json`. Before the
+/// fix the FIFO blocked it forever and `/dev/zero` was read until memory
+/// ran out: the time bound here kills it and fails.
+#[test]
+fn a_settings_file_that_cannot_be_read_safely_is_refused_at_once() {
+    let fifo = fixture().dir.join("srt-fifo.json");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(
+        Command::new("mkfifo")
+            .arg("-m")
+            .arg("0666")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let big = settings("srt-big.json", &" ".repeat(2 << 20));
+    let cases = [
+        (fifo.clone(), "a FIFO, not a regular file: not read"),
+        (
+            PathBuf::from("/dev/zero"),
+            "a character device, not a regular file: not read",
+        ),
+        (
+            big,
+            "2097152 bytes, larger than a settings file can be (1048576 bytes): not read",
+        ),
+    ];
+    for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Host) {
+        for (file, want) in &cases {
+            let ctx = format!("{user:?} {}", file.display());
+            // Named on the command line, and as the default file.
+            let home = empty_home(&format!("odd-{user:?}"));
+            let default = home.join(".srt-settings.json");
+            let _ = std::fs::remove_file(&default);
+            std::os::unix::fs::symlink(file, &default).unwrap();
+            for args in [&["--srt-settings", file.to_str().unwrap()][..], &[][..]] {
+                let mut words = vec!["--doctor", "--json"];
+                words.extend(args);
+                let mut child = common::command(
+                    place,
+                    user,
+                    &[("HOME", home.to_str().unwrap())],
+                    &fixture().helper,
+                    &words,
+                )
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+                let start = std::time::Instant::now();
+                while child.try_wait().unwrap().is_none() {
+                    if start.elapsed() > std::time::Duration::from_secs(60) {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        panic!("{ctx} {args:?}: the doctor hung on the settings file");
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                let d = read(child.wait_with_output().unwrap());
+                d.expect("srt", "fail", want);
+                let named = if args.is_empty() { &default } else { file };
+                assert!(
+                    d.found("srt").starts_with(&*named.to_string_lossy()),
+                    "{ctx}: {}",
+                    d.report
+                );
+                assert!(d.fix("srt").contains("regular file"), "{ctx}: {}", d.report);
+            }
+        }
     }
 }
 

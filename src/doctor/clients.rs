@@ -8,6 +8,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::Check;
 use crate::json::{self, Value};
+use crate::settings::{self, Unread};
 use crate::shim;
 
 /// The home folder as srt (Node's `os.homedir()`) finds it: `$HOME`, else
@@ -94,9 +95,9 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Check {
             );
         }
     };
-    let text = match std::fs::read(&file) {
+    let text = match settings::read(&file) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && given.is_none() => {
+        Err(Unread::Missing) if given.is_none() => {
             return Check::warn(
                 NAME,
                 format!(
@@ -110,7 +111,8 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Check {
             return Check::fail(
                 NAME,
                 format!("{}: {e}", file.display()),
-                "name a settings file that exists and can be read",
+                "make it a regular file srt can read, with the settings as JSON (or name \
+                 another with --srt-settings FILE)",
             );
         }
     };

@@ -301,6 +301,15 @@ pub fn bubblewrap(binary: &Path) -> (Check, Option<Check>, Option<WayTaken>) {
                 "bubblewrap itself failed: see its message; bubblewrap needs user namespaces \
                  too (the user-namespaces check)"
             };
+            // A sysctl that refuses every user namespace is the cause
+            // whatever the message: name it, its value, and what to set.
+            let fix = match crate::cause::Settings::read().userns_blocker() {
+                Some(blocker) => format!(
+                    "no user namespace can be made here, by bubblewrap or by the helper: \
+                     {blocker}"
+                ),
+                None => fix.to_string(),
+            };
             Check::fail(
                 RUN,
                 format!("{line}: {}: {text}", ran.describe(RUN_LIMIT)),

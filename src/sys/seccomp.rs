@@ -230,15 +230,17 @@ pub fn notif_id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
     ret == 0
 }
 
-/// Reads a NUL-terminated string of at most `buf.len() - 1` bytes from
-/// another process's memory at `addr` (`process_vm_readv`, a page at a
-/// time so an unmapped page after the string does not fail the read).
-/// Returns the bytes before the NUL, or `None` if none could be read.
-pub fn read_remote_string(pid: libc::pid_t, addr: u64, buf: &mut [u8]) -> Option<usize> {
+/// Reads up to `buf.len()` bytes of another process's memory at `addr`
+/// (`process_vm_readv`, a page at a time so an unmapped page after the
+/// data does not fail the read), stopping after the chunk that holds a
+/// NUL when `to_nul`. Returns how many bytes were read.
+fn read_remote(pid: libc::pid_t, addr: u64, buf: &mut [u8], to_nul: bool) -> usize {
     const PAGE: u64 = 4096;
     let mut len = 0;
     while len < buf.len() {
-        let at = addr.checked_add(len as u64)?;
+        let Some(at) = addr.checked_add(len as u64) else {
+            break;
+        };
         let chunk = ((PAGE - at % PAGE) as usize).min(buf.len() - len);
         let local = libc::iovec {
             iov_base: buf[len..].as_mut_ptr().cast(),
@@ -265,10 +267,25 @@ pub fn read_remote_string(pid: libc::pid_t, addr: u64, buf: &mut [u8]) -> Option
             break;
         }
         let n = n as usize;
-        if let Some(end) = buf[len..len + n].iter().position(|&b| b == 0) {
-            return Some(len + end);
-        }
+        let found_nul = to_nul && buf[len..len + n].contains(&0);
         len += n;
+        if found_nul {
+            break;
+        }
     }
-    None
+    len
+}
+
+/// Reads a NUL-terminated string of at most `buf.len() - 1` bytes from
+/// another process's memory at `addr`. Returns the bytes before the NUL,
+/// or `None` if no NUL was found in what could be read.
+pub fn read_remote_string(pid: libc::pid_t, addr: u64, buf: &mut [u8]) -> Option<usize> {
+    let n = read_remote(pid, addr, buf, true);
+    buf[..n].iter().position(|&b| b == 0)
+}
+
+/// Reads exactly `buf.len()` bytes from another process's memory at
+/// `addr`, or `None` if not all of them could be read.
+pub fn read_remote_exact(pid: libc::pid_t, addr: u64, buf: &mut [u8]) -> Option<()> {
+    (read_remote(pid, addr, buf, false) == buf.len()).then_some(())
 }

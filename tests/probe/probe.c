@@ -136,6 +136,17 @@ static void unobserved_writes(const char *dir) {
     memcpy(abstract.sun_path, "\0probe-abstract", 15);
     result("bind-abstract", bind(pair[1], (struct sockaddr *)&abstract,
                                  offsetof(struct sockaddr_un, sun_path) + 15), errno);
+    /* A path followed by a decoy past addrlen: the kernel reads addrlen
+     * bytes and makes real.sock; the report must name that, not the
+     * string that runs on to its NUL. */
+    int decoy[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, decoy) == 0) {
+      struct sockaddr_un d = {.sun_family = AF_UNIX};
+      int n = snprintf(d.sun_path, sizeof d.sun_path, "%s/real.sock", dir);
+      snprintf(d.sun_path + n, sizeof d.sun_path - n, "-decoy-name");
+      result("bind-decoy", bind(decoy[0], (struct sockaddr *)&d,
+                                offsetof(struct sockaddr_un, sun_path) + n), errno);
+    }
   } else {
     result("bind-unix", -1, errno);
   }
