@@ -19,13 +19,16 @@ pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY
 
 /// Variables removed from the environment before anything is forked, so the
 /// command never sees them.
-pub const SCRUBBED: [&str; 5] = [
+pub const SCRUBBED: [&str; 6] = [
     "SRT_ALLOW_NESTED_USERNS",
     "SRT_OBSERVE_SOCK",
     "SRT_ENCODED_CMD",
     "SRT_HELPER_FEATURES",
     // The bwrap shim's list of bubblewraps already run (shim/find.rs).
     "APPLY_SECCOMP_SHIM_VISITED",
+    // The shim's log: a sandboxed command that knew it could aim its next
+    // record elsewhere (shim/log.rs).
+    "APPLY_SECCOMP_LOG",
 ];
 
 /// Words printed for `SRT_HELPER_FEATURES=1` with no arguments, one a line.

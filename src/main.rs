@@ -157,10 +157,9 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         None => None,
     };
     // Before init starts, so no process of the tree carries them and
-    // the worker needs no allocation to drop them.
-    for name in cli::SCRUBBED {
-        sys::remove_env(name);
-    }
+    // the worker needs no allocation to drop them; their strings wiped
+    // where /proc/PID/environ of the stub and init shows them.
+    sys::scrub_env(&cli::SCRUBBED);
 
     let entry = userns::enter(&Backoff::default(), cfg.way_in)?;
     debug(cfg.debug, || describe_entry(&entry));

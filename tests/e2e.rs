@@ -297,6 +297,45 @@ fn the_environment_is_scrubbed() {
     }
 }
 
+/// The removed variables cannot be read where the helper's processes
+/// started with them either: `/proc/PID/environ` of init (which shares
+/// the stub's memory) and of the stub shows the start-up strings, and a
+/// root command on the direct path could read init's. The command reads
+/// the environ of every process named apply-seccomp it can see; none may
+/// hold a value. On the namespace way it sees init (PID 1, or under
+/// bubblewrap as root the stub and init in bubblewrap's PID namespace), so
+/// the search is not empty there. (Before the fix, as host root: every
+/// value, in init's.)
+#[test]
+fn the_removed_variables_are_unreadable_in_the_helpers_processes() {
+    let env = [
+        ("SRT_ALLOW_NESTED_USERNS", "nested-marker-0"),
+        ("SRT_OBSERVE_SOCK", "/nonexistent/observe-marker.sock"),
+        ("SRT_ENCODED_CMD", "encoded-marker-ZWNobw"),
+        ("APPLY_SECCOMP_LOG", "/nonexistent/log-marker"),
+    ];
+    let script = "for d in /proc/[0-9]*; do \
+                  [ \"$(cat $d/comm 2>/dev/null)\" = apply-seccomp ] || continue; \
+                  echo seen=${d#/proc/}; tr '\\0' '\\n' < $d/environ 2>/dev/null; done";
+    for (way, place, user) in common::ways_matrix() {
+        let what = format!("{way:?} {place:?} {user:?}");
+        let out = helper(place, user, &env, &way.args(&["/bin/sh", "-c", script]));
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+        if way == Way::Auto {
+            assert!(text.contains("seen="), "{what}: init not seen: {text}");
+        }
+        for marker in [
+            "nested-marker",
+            "observe-marker",
+            "encoded-marker",
+            "log-marker",
+        ] {
+            assert!(!text.contains(marker), "{what}: {marker} readable:\n{text}");
+        }
+    }
+}
+
 #[test]
 fn nesting_allowed_gives_one_filter_and_a_working_user_namespace() {
     let Some(unshare) = common::which("unshare") else {

@@ -41,11 +41,22 @@ fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
     }
 }
 
+/// The environment array the process started with (C `main`'s third
+/// argument): its strings lie where the kernel shows them as
+/// `/proc/PID/environ`, whatever `environ` points to later.
+static START_ENV: std::sync::atomic::AtomicPtr<*mut libc::c_char> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
 /// The C entry point (see main.rs: no Rust runtime start-up).
 #[cfg(not(test))]
 #[unsafe(no_mangle)]
-pub extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc::c_int {
+pub extern "C" fn main(
+    argc: libc::c_int,
+    argv: *const *const libc::c_char,
+    envp: *mut *mut libc::c_char,
+) -> libc::c_int {
     use std::os::unix::ffi::OsStrExt;
+    START_ENV.store(envp, std::sync::atomic::Ordering::Relaxed);
     let count = usize::try_from(argc).unwrap_or(0);
     let mut args = Vec::with_capacity(count);
     for i in 0..count {
@@ -78,11 +89,50 @@ pub fn set_env(name: &str, value: &OsStr) {
     unsafe { std::env::set_var(name, value) };
 }
 
-/// Removes a variable from the environment.
-pub fn remove_env(name: &str) {
-    // SAFETY: the process is single-threaded (see `fork`), so nothing reads
-    // the environment concurrently; called before the first fork only.
-    unsafe { std::env::remove_var(name) };
+/// Removes the variables `names` from the environment and wipes their
+/// strings where the process started with them. Removing a variable only
+/// drops its pointer from `environ`: the string stays in the memory the
+/// kernel shows as `/proc/PID/environ`, which init shares with the stub
+/// (and a root command on the direct path can read). Before the first
+/// child only.
+pub fn scrub_env(names: &[&str]) {
+    let start = START_ENV.load(std::sync::atomic::Ordering::Relaxed);
+    let mut wipe: Vec<(*mut libc::c_char, usize)> = Vec::new();
+    let mut i = 0;
+    while !start.is_null() {
+        // SAFETY: `start` is the NULL-terminated array the C runtime passed
+        // to main; nothing has written to it but libc's unsetenv, which
+        // moves entries within it and never past its NULL, and this loop
+        // stops at the NULL.
+        let entry = unsafe { *start.add(i) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: each entry of the start-up array is a NUL-terminated
+        // string on the initial stack, alive until exit.
+        let text = unsafe { std::ffi::CStr::from_ptr(entry) }.to_bytes();
+        if names.iter().any(|n| {
+            text.strip_prefix(n.as_bytes())
+                .is_some_and(|r| r.first() == Some(&b'='))
+        }) {
+            wipe.push((entry, text.len()));
+        }
+        i += 1;
+    }
+    for name in names {
+        // SAFETY: the process is single-threaded (see `fork`), so nothing
+        // reads the environment concurrently; called before the first child.
+        unsafe { std::env::remove_var(name) };
+    }
+    for (string, len) in wipe {
+        for k in 0..len {
+            // SAFETY: `string` has `len` bytes before its NUL (measured
+            // above), on the writable initial stack; no pointer to it is
+            // left in `environ` (the variable was just removed), and libc
+            // frees only strings it allocated itself, never these.
+            unsafe { std::ptr::write_volatile(string.add(k), 0) };
+        }
+    }
 }
 
 /// `PR_GET_DUMPABLE`: 0, 1 or 2 (`suid_dumpable`). nix reads it as a bool,
