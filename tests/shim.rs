@@ -455,7 +455,10 @@ fn profile_through_args(uid: Option<u32>) {
         std::fs::write(&p, "").unwrap();
         deny_write.push(p);
     }
-    let log = dir.join("shim.log");
+    // Outside the folder the sandbox may write (srt's allowWrite "."),
+    // where the shim refuses to keep a log.
+    let logs = work(uid);
+    let log = logs.join("shim.log");
     let client = Client {
         deny_write,
         log: Some(log.clone()),
@@ -525,7 +528,7 @@ fn profile_through_args(uid: Option<u32>) {
             }
         }
     }
-    let mut replay = Command::new("/bin/sh");
+    let mut replay = Command::new("bash");
     if let Some(u) = uid {
         replay.uid(u).gid(u);
     }
@@ -695,7 +698,7 @@ fn args_files_the_shim_reads_and_those_it_leaves() {
 }
 
 /// `APPLY_SECCOMP_LOG`: one record per call, whole however many shims
-/// write at once, replayable with `sh -c`; a log that cannot be written
+/// write at once, replayable with bash; a log that cannot be written
 /// never stops the call.
 #[test]
 fn the_log_records_each_call_and_replays_it() {
@@ -731,7 +734,7 @@ fn the_log_records_each_call_and_replays_it() {
     );
     assert!(lines[0].contains("; ran "), "{}", lines[0]);
     // The first record, replayed through the shim, does the same again.
-    let replay = Command::new("/bin/sh")
+    let replay = Command::new("bash")
         .args(["-c", lines[1]])
         .env_clear()
         .env("PATH", format!("{}:/usr/bin:/bin", shim_dir().display()))
@@ -753,4 +756,240 @@ fn the_log_records_each_call_and_replays_it() {
         "{}",
         stderr(&out)
     );
+}
+
+/// The shim as `uid` (`None`: this user) on `args`, with `env` and the
+/// shim first on PATH, from `/`.
+fn shim_as(uid: Option<u32>, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(shim_dir().join("bwrap"));
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", shim_dir().display()))
+        .envs(env.iter().copied())
+        .current_dir("/")
+        .stdin(Stdio::null());
+    if let Some(u) = uid {
+        cmd.uid(u).gid(u);
+    }
+    cmd.output().unwrap()
+}
+
+/// The sandbox a logged call runs: the whole tree read-only, a user
+/// namespace (so uid 65534 can run it too), `words` as the command.
+fn sandboxed<'a>(words: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["--unshare-user", "--ro-bind", "/", "/", "--"];
+    v.extend(words);
+    v
+}
+
+/// THREATS of the log itself (issue 23): a command text holding a newline
+/// made the record two lines, and the README's replay, the last line fed
+/// to a shell, ran the command's own last line unsandboxed. Now every
+/// record is one line, and the replay runs `bwrap` (here a stand-in that
+/// records its arguments) with exactly the words the client gave, nothing
+/// else. With the old quoting the marker file appears.
+#[test]
+fn a_replayed_record_runs_only_bubblewrap_with_the_words_given() {
+    if real_bwrap().is_none() {
+        return;
+    }
+    for uid in users() {
+        let dir = work(uid);
+        let marker = dir.join("ran-unsandboxed");
+        let log = dir.join("bwrap.log");
+        let text = format!("true\ntouch {} 2>/dev/null; true #", marker.display());
+        let words = sandboxed(&["/bin/sh", "-c", &text]);
+        let out = shim_as(uid, &words, &[("APPLY_SECCOMP_LOG", log.to_str().unwrap())]);
+        assert_eq!(out.status.code(), Some(0), "{uid:?}: {}", stderr(&out));
+        assert!(!marker.exists(), "{uid:?}: the sandbox let it write");
+        let record = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(record.lines().count(), 2, "{uid:?}: {record}");
+        // The replay, exactly as the README shows it, with `bwrap` a
+        // stand-in that writes its arguments, NUL-separated.
+        let fake = dir.join("fake-bin");
+        std::fs::create_dir_all(&fake).unwrap();
+        let seen = dir.join("seen");
+        std::fs::write(
+            fake.join("bwrap"),
+            format!("#!/bin/sh\nprintf '%s\\0' \"$@\" > {}\n", seen.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            fake.join("bwrap"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        if let Some(u) = uid {
+            std::os::unix::fs::chown(&fake, Some(u), Some(u)).unwrap();
+        }
+        let mut replay = Command::new("/bin/sh");
+        replay
+            .arg("-c")
+            .arg(format!("grep -v '^#' {} | tail -n 1 | bash", log.display()))
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", fake.display()))
+            .current_dir("/");
+        if let Some(u) = uid {
+            replay.uid(u).gid(u);
+        }
+        let replayed = replay.output().unwrap();
+        assert!(replayed.status.success(), "{uid:?}: {}", stderr(&replayed));
+        assert!(
+            !marker.exists(),
+            "{uid:?}: the replay ran the command's last line"
+        );
+        let got = std::fs::read(&seen).unwrap();
+        let want: Vec<u8> = words
+            .iter()
+            .flat_map(|w| [w.as_bytes(), b"\0"].concat())
+            .collect();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want),
+            "{uid:?}"
+        );
+    }
+}
+
+/// Where the log may be written: the shim runs unsandboxed, so it never
+/// writes through a link a sandbox could have planted, into a file that
+/// is not the user's own regular file with one name, or in a folder the
+/// line makes writable; each is refused with one `SRT_DEBUG` line and the
+/// call goes on. The variable never reaches the sandbox.
+#[test]
+fn the_log_is_written_only_where_no_sandbox_can_plant_anything() {
+    if real_bwrap().is_none() {
+        return;
+    }
+    for uid in users() {
+        let dir = work(uid);
+        let own = |p: &Path| {
+            if let Some(u) = uid {
+                std::os::unix::fs::chown(p, Some(u), Some(u)).unwrap();
+            }
+        };
+        let victim = dir.join("authorized_keys");
+        std::fs::write(&victim, "ssh-ed25519 AAAA real\n").unwrap();
+        own(&victim);
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap()
+        };
+        mode(&victim, 0o600);
+        // A symlink at the log's path, to a file the user can write.
+        let link = dir.join("link.log");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        // A hard link to it.
+        let hard = dir.join("hard.log");
+        std::fs::hard_link(&victim, &hard).unwrap();
+        // The user's file, but writable by its group.
+        let group_writable = dir.join("group.log");
+        std::fs::write(&group_writable, "").unwrap();
+        own(&group_writable);
+        mode(&group_writable, 0o620);
+        // A FIFO, which no one reads.
+        let fifo = dir.join("fifo.log");
+        assert!(
+            Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        own(&fifo);
+        // In a folder the line binds read-write.
+        let shared = dir.join("shared");
+        std::fs::create_dir_all(&shared).unwrap();
+        own(&shared);
+        let in_shared = shared.join("bwrap.log");
+        let shared_s = shared.to_str().unwrap();
+        let plain: Vec<&str> = sandboxed(&["/bin/sh", "-c", "echo ran"]);
+        let bound: Vec<&str> = {
+            let mut v = vec![
+                "--unshare-user",
+                "--ro-bind",
+                "/",
+                "/",
+                "--bind",
+                shared_s,
+                shared_s,
+            ];
+            v.extend(["--", "/bin/sh", "-c", "echo ran"]);
+            v
+        };
+        let cases: Vec<(&Path, &Vec<&str>, &str)> = vec![
+            (&link, &plain, "a symbolic link, not followed"),
+            (&hard, &plain, "2 names for one file"),
+            (&group_writable, &plain, "writable by others (mode 0620)"),
+            (&fifo, &plain, "a FIFO or socket with no reader"),
+            (
+                &in_shared,
+                &bound,
+                "which this bubblewrap line makes writable in the sandbox",
+            ),
+            (Path::new("relative.log"), &plain, "not an absolute path"),
+        ];
+        for (log, line, why) in cases {
+            let log_s = log.to_str().unwrap();
+            let out = shim_as(
+                uid,
+                line,
+                &[("APPLY_SECCOMP_LOG", log_s), ("SRT_DEBUG", "1")],
+            );
+            let ctx = format!("{uid:?} {log_s}: {}", stderr(&out));
+            assert_eq!(out.status.code(), Some(0), "{ctx}");
+            assert_eq!(stdout(&out), "ran\n", "{ctx}");
+            let said = format!("bwrap shim: APPLY_SECCOMP_LOG={log_s}: ");
+            let line_said = stderr(&out)
+                .lines()
+                .find(|l| l.contains(&said))
+                .map(str::to_string)
+                .unwrap_or_default();
+            assert!(
+                line_said.contains(why) && line_said.ends_with("; not logged"),
+                "{ctx}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "ssh-ed25519 AAAA real\n",
+            "{uid:?}: the user's file was written"
+        );
+        assert!(!in_shared.exists(), "{uid:?}");
+        // As root, a log another user owns is not root's to append to.
+        if uid.is_none() && is_root() {
+            let theirs = dir.join("theirs.log");
+            std::fs::write(&theirs, "").unwrap();
+            std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+            mode(&theirs, 0o600);
+            let out = shim_as(
+                None,
+                &plain,
+                &[
+                    ("APPLY_SECCOMP_LOG", theirs.to_str().unwrap()),
+                    ("SRT_DEBUG", "1"),
+                ],
+            );
+            assert!(
+                stderr(&out).contains("owned by uid 65534, not by this user"),
+                "{}",
+                stderr(&out)
+            );
+            assert_eq!(std::fs::read(&theirs).unwrap(), b"");
+        }
+        // A good log: written, and the sandbox does not see its name.
+        let good = dir.join("good.log");
+        let out = shim_as(
+            uid,
+            &sandboxed(&["/bin/sh", "-c", "env | grep -c APPLY_SECCOMP; true"]),
+            &[("APPLY_SECCOMP_LOG", good.to_str().unwrap())],
+        );
+        assert_eq!(stdout(&out), "0\n", "{uid:?}: {}", stderr(&out));
+        let record = std::fs::read_to_string(&good).unwrap();
+        assert_eq!(record.lines().count(), 2, "{record}");
+        let meta = std::fs::metadata(&good).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+            0o600
+        );
+    }
 }

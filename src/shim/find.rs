@@ -31,14 +31,25 @@ pub const VISITED: &str = "APPLY_SECCOMP_SHIM_VISITED";
 /// Most passes through the shim in one chain of execs.
 pub const MAX_HOPS: usize = 6;
 
+/// The names of the `--unsetenv NAME` pairs at the head of the
+/// arguments, where each pass of the shim puts its own.
+fn leading_unsets(args: &[OsString]) -> impl Iterator<Item = &OsString> {
+    args.chunks(2)
+        .take_while(|pair| pair.len() == 2 && pair[0] == "--unsetenv")
+        .map(|pair| &pair[1])
+}
+
 /// How many times this chain of execs has passed through the shim: the
 /// `--unsetenv APPLY_SECCOMP_SHIM_VISITED` pairs at the head of the
 /// arguments, one per pass. Arguments survive a wrapper that clears the
 /// environment, where the list of those visited does not.
 pub fn hops(args: &[OsString]) -> usize {
-    args.chunks(2)
-        .take_while(|pair| pair.len() == 2 && pair[0] == "--unsetenv" && pair[1] == VISITED)
-        .count()
+    leading_unsets(args).filter(|name| *name == VISITED).count()
+}
+
+/// Whether an earlier pass already told bubblewrap to drop `name`.
+pub fn unsets(args: &[OsString], name: &str) -> bool {
+    leading_unsets(args).any(|n| n == name)
 }
 
 /// The `dev:ino` of the file at `p` (followed through links).

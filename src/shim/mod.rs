@@ -24,8 +24,8 @@ mod find;
 mod log;
 pub mod run;
 
-pub use find::{MAX_HOPS, VISITED, executable, find_real_bwrap, hops, identity, is_ours};
-pub use log::log_record;
+pub use find::{MAX_HOPS, VISITED, executable, find_real_bwrap, hops, identity, is_ours, unsets};
+pub use log::{LOG, append, log_record};
 
 /// The prefix the client writes before its shell (after any
 /// `SRT_ALLOW_NESTED_USERNS=...`, which stays).
@@ -43,6 +43,10 @@ pub struct Rewrite {
     pub note: String,
     /// The `--args` files read (for the log).
     pub args_files: Vec<bwrap_args::ArgsFile>,
+    /// The host paths the line makes writable inside the sandbox (the
+    /// sources of its read-write binds), where the log must not be;
+    /// `None`: the line could not be walked, so it cannot be told.
+    pub writable: Option<Vec<Vec<u8>>>,
 }
 
 fn unchanged(args: &[OsString], note: impl Into<String>) -> Rewrite {
@@ -51,6 +55,7 @@ fn unchanged(args: &[OsString], note: impl Into<String>) -> Rewrite {
         replaced: 0,
         note: note.into(),
         args_files: Vec::new(),
+        writable: None,
     }
 }
 
@@ -89,7 +94,13 @@ pub fn rewrite(args: &[OsString], ours: &Path, read: &mut ReadArgs<'_>) -> Rewri
     // option), found by walking the options with their arities.
     let walked = match bwrap_args::walk_reading(args, read) {
         Ok(w) => w,
-        Err(Unwalked::NoCommand) => return unchanged(args, "no command: nothing to rewrite"),
+        // Nothing runs in a sandbox, so nothing in one can write.
+        Err(Unwalked::NoCommand) => {
+            return Rewrite {
+                writable: Some(Vec::new()),
+                ..unchanged(args, "no command: nothing to rewrite")
+            };
+        }
         Err(why @ Unwalked::Args(_)) => {
             return unchanged(args, format!("{why}: not rewritten"));
         }
@@ -106,6 +117,14 @@ pub fn rewrite(args: &[OsString], ours: &Path, read: &mut ReadArgs<'_>) -> Rewri
             )
         })
         .collect::<Vec<_>>();
+    let writable = Some(
+        walked
+            .mounts
+            .iter()
+            .filter(|m| !m.restricts)
+            .map(|m| m.source.clone())
+            .collect(),
+    );
     let (command_at, options_end) = (walked.command_at, walked.options_end);
     let setenv_argv0 = walked.setenv_argv0;
     let mut out: Vec<OsString> = args[..options_end].to_vec();
@@ -126,17 +145,21 @@ pub fn rewrite(args: &[OsString], ours: &Path, read: &mut ReadArgs<'_>) -> Rewri
     if replaced == 0 {
         return Rewrite {
             args_files: walked.args_files,
+            writable,
             ..unchanged(args, "no embedded helper in the command: passed through")
         };
     }
     if !safe_unquoted(ours_bytes) {
-        return unchanged(
-            args,
-            format!(
-                "own path {} has characters that need quoting: not rewritten",
-                ours.display()
-            ),
-        );
+        return Rewrite {
+            writable,
+            ..unchanged(
+                args,
+                format!(
+                    "own path {} has characters that need quoting: not rewritten",
+                    ours.display()
+                ),
+            )
+        };
     }
     out.push("--ro-bind".into());
     out.push(ours.as_os_str().to_owned());
@@ -147,6 +170,7 @@ pub fn rewrite(args: &[OsString], ours: &Path, read: &mut ReadArgs<'_>) -> Rewri
         args: out,
         replaced,
         args_files: walked.args_files,
+        writable,
         note: format!(
             "replaced {replaced} occurrence(s) of the embedded helper with {} (--ro-bind \
              added){}{}",
@@ -261,6 +285,44 @@ mod tests {
             "\n"
         );
         assert_eq!(String::from_utf8(r).unwrap(), want);
+    }
+
+    /// Every record is one line whatever the command's bytes, and bash
+    /// reads each word back exactly: a newline (which would start a line
+    /// a replay runs unsandboxed), quotes, backslashes, control bytes.
+    #[test]
+    fn a_log_record_is_one_line_that_bash_reads_back_exactly() {
+        let words: Vec<OsString> = [
+            &b"true\ntouch /tmp/pwned #"[..],
+            b"it's \\ \"x\" $(id) `id`",
+            b"\x01\x1b[2J\x7f\xff\xfe\r",
+            b"",
+            b"plain",
+        ]
+        .iter()
+        .map(|w| OsString::from_vec(w.to_vec()))
+        .collect();
+        let t = std::time::UNIX_EPOCH;
+        let note = "an option --x\ny named on the line";
+        let r = log_record(t, 1, &words, &[], note, Path::new("/usr/bin/bwrap"));
+        let text = String::from_utf8_lossy(&r).into_owned();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.lines().next().unwrap().contains(r"--x\ny"), "{text}");
+        let line = text.lines().nth(1).unwrap();
+        // bash prints each word back, NUL-terminated.
+        let script = format!("set -- {}; printf '%s\\0' \"$@\"", &line["bwrap ".len()..]);
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let back: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
+        let want: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+        assert_eq!(&back[..want.len()], &want[..], "{line}");
     }
 
     #[test]

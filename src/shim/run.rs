@@ -5,7 +5,7 @@
 //! messages (its process becomes bubblewrap, or ends with 125/126/127).
 
 use std::ffi::OsString;
-use std::io::{self, Write};
+use std::io;
 
 use crate::error::{self, Error};
 use crate::{cli, debug, shim, sys};
@@ -50,7 +50,7 @@ pub fn run(args: &[OsString]) -> i32 {
     let mut now_visited = visited;
     now_visited.extend(shim::identity(&real));
     sys::set_env(shim::VISITED, now_visited.join(",").as_ref());
-    if let Some(log) = std::env::var_os("APPLY_SECCOMP_LOG").filter(|l| !l.is_empty()) {
+    if let Some(log) = std::env::var_os(shim::LOG).filter(|l| !l.is_empty()) {
         let record = shim::log_record(
             std::time::SystemTime::now(),
             std::process::id(),
@@ -59,7 +59,7 @@ pub fn run(args: &[OsString]) -> i32 {
             &rewrite.note,
             &real,
         );
-        if let Err(e) = append(&log, &record) {
+        if let Err(e) = shim::append(&log, &record, rewrite.writable.as_deref()) {
             debug(debug_on, || {
                 format!(
                     "bwrap shim: APPLY_SECCOMP_LOG={}: {}; not logged",
@@ -82,14 +82,18 @@ pub fn run(args: &[OsString]) -> i32 {
         )
     });
     // First, one more `--unsetenv`: the sandbox never sees the list, and
-    // the next pass counts this one.
+    // the next pass counts this one. Nor does it see the log's name, which
+    // would tell a sandboxed command where the next record goes.
+    let mut head: Vec<OsString> = vec![
+        real.clone().into_os_string(),
+        "--unsetenv".into(),
+        shim::VISITED.into(),
+    ];
+    if !shim::unsets(args, shim::LOG) {
+        head.extend(["--unsetenv".into(), shim::LOG.into()]);
+    }
     let line = |args: &[OsString]| -> Vec<OsString> {
-        let head = [
-            real.clone().into_os_string(),
-            "--unsetenv".into(),
-            shim::VISITED.into(),
-        ];
-        head.into_iter().chain(args.iter().cloned()).collect()
+        head.iter().cloned().chain(args.iter().cloned()).collect()
     };
     let fds: Vec<i32> = rewrite
         .args_files
@@ -140,18 +144,4 @@ fn exec_failed(real: &std::path::Path, source: io::Error) -> i32 {
     };
     eprintln!("{e}");
     e.exit_code()
-}
-
-fn append(path: &std::ffi::OsStr, record: &[u8]) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)?;
-    match file.write(record)? {
-        n if n == record.len() => Ok(()),
-        _ => Err(io::Error::from_raw_os_error(libc::ENOSPC)),
-    }
 }
