@@ -1,6 +1,6 @@
 //! What a bubblewrap command line asks for: one option table and one walk,
 //! for the `bwrap` shim (shim/, which rewrites the command) and the mount
-//! guard (guard.rs, which checks the mounts before the command starts).
+//! guard (guard/, which checks the mounts before the command starts).
 //! Pure: unit-tested on the clients' command lines.
 
 use std::ffi::OsString;

@@ -8,29 +8,164 @@
 //! None of that needs a capability. README, "Two ways in", holds the table
 //! of how each THREATS row is held on either way.
 //!
+//! With no PID namespace, the processes outside are in the command's
+//! sight, and some of their procfs files take writes with no ptrace-mode
+//! check (`oom_score_adj`, `autogroup`, `coredump_filter`, ...), as
+//! cgroup files move and throttle processes. So the domain also handles
+//! writing files, and grants it everywhere but on the procfs and cgroup
+//! mounts: Landlock cannot take a right away below a grant, so the grants
+//! are the entries of each folder on the way down to such a mount, and not
+//! that mount (see [`grants`]).
+//!
 //! The ruleset is made here, in the outer stub before the worker starts
 //! (it allocates); the worker joins it with one raw
 //! `landlock_restrict_self` (sys/raw.rs) before its filters and exec.
 
+use std::ffi::OsString;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
 
-use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
+use landlock::{
+    AccessFs, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+};
 use nix::errno::Errno;
+use nix::fcntl::{OFlag, open};
+use nix::sys::stat::Mode;
 
 use crate::cause::{Lack, SCOPED_ABI};
 use crate::sys;
 
-/// A Landlock ruleset that handles nothing but scopes signals and abstract
-/// Unix sockets, or what the kernel lacks for it. Made by the `landlock`
-/// crate with its best-effort fallback turned off: a kernel without
-/// scoping is an error here, never a weaker domain.
-pub fn ruleset() -> Result<OwnedFd, Lack> {
+/// File systems no file of which the command may write: a process's
+/// knobs without a ptrace-mode check (procfs), and the cgroup trees that
+/// move and throttle processes.
+const CARVED_TYPES: [&str; 3] = ["proc", "cgroup", "cgroup2"];
+
+/// The Landlock domain of a run, ready for the worker to join.
+pub struct Domain {
+    /// The ruleset (close-on-exec), held by the stub for the run.
+    pub ruleset: OwnedFd,
+    /// The mount points where nothing may be written.
+    pub carved: Vec<PathBuf>,
+    /// How many files and folders were granted writes beneath.
+    pub granted: usize,
+}
+
+/// A mount point as `mountinfo` writes it: octal escapes for space, tab,
+/// newline and backslash.
+fn unescape(field: &[u8]) -> PathBuf {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let octal = field
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (field[i], octal) {
+            (b'\\', Some(d)) => {
+                let value = d.iter().fold(0u16, |v, b| v * 8 + u16::from(b - b'0'));
+                out.push(value as u8);
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(OsString::from_vec(out))
+}
+
+/// The mount points of `CARVED_TYPES` in a `mountinfo` text.
+fn carved_mounts(mountinfo: &[u8]) -> Vec<PathBuf> {
+    mountinfo
+        .split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+            let dash = fields.iter().position(|f| *f == b"-")?;
+            let fstype = std::str::from_utf8(fields.get(dash + 1)?).ok()?;
+            let point = fields.get(4)?;
+            CARVED_TYPES.contains(&fstype).then(|| unescape(point))
+        })
+        .collect()
+}
+
+/// Where writes are granted so that none is beneath a `carved` mount:
+/// each entry of `dir` that is no carved mount, no symbolic link (its
+/// target is granted, or not, as itself), and holds no carved mount;
+/// one that holds one is walked the same way. A name made later in a
+/// walked folder (`/` itself, say) has no grant: nothing can be written
+/// there.
+fn grants(dir: &Path, carved: &[PathBuf], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() || carved.contains(&path) {
+            continue;
+        }
+        if carved.iter().any(|c| c.starts_with(&path)) {
+            if kind.is_dir() {
+                grants(&path, carved, out);
+            }
+            continue;
+        }
+        out.push(path);
+    }
+}
+
+/// The capability-free way's Landlock ruleset: signals and abstract Unix
+/// sockets scoped, files written anywhere but on procfs and cgroup mounts;
+/// or what the kernel lacks for it. Made by the `landlock` crate with its
+/// best-effort fallback turned off: a kernel without scoping is an error
+/// here, never a weaker domain.
+pub fn ruleset() -> Result<Domain, Lack> {
+    let mountinfo = std::fs::read("/proc/self/mountinfo").map_err(|e| {
+        Lack::Other(format!(
+            "/proc/self/mountinfo: {}",
+            crate::error::strerror(&e)
+        ))
+    })?;
+    let mut carved = carved_mounts(&mountinfo);
+    carved.sort();
+    carved.dedup();
+    // One beneath another is carved already (`/proc/...` under `/proc`).
+    let nested = |c: &PathBuf, all: &[PathBuf]| all.iter().any(|o| o != c && c.starts_with(o));
+    let all = carved.clone();
+    carved.retain(|c| !nested(c, &all));
+    let mut granted = Vec::new();
+    grants(Path::new("/"), &carved, &mut granted);
     let made = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
-        .scope(Scope::Signal | Scope::AbstractUnixSocket)
-        .and_then(|r| r.create());
+        .handle_access(AccessFs::WriteFile)
+        .and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket))
+        .and_then(|r| r.create())
+        .and_then(|mut r| {
+            for path in &granted {
+                // Not followed: a link swapped in since the listing grants
+                // nothing. What cannot be opened (gone meanwhile) is left out.
+                let Ok(fd) = open(
+                    path,
+                    OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                    Mode::empty(),
+                ) else {
+                    continue;
+                };
+                r = r.add_rule(PathBeneath::new(fd, AccessFs::WriteFile))?;
+            }
+            Ok(r)
+        });
     let made = match made.map(Option::<OwnedFd>::from) {
-        Ok(Some(fd)) => return Ok(fd),
+        Ok(Some(ruleset)) => {
+            return Ok(Domain {
+                ruleset,
+                carved,
+                granted: granted.len(),
+            });
+        }
         Ok(None) => "no ruleset was made".to_string(),
         Err(e) => e.to_string(),
     };
@@ -43,7 +178,77 @@ pub fn ruleset() -> Result<OwnedFd, Lack> {
     })
 }
 
+/// The `SRT_DEBUG` line: what the domain holds, and what stays within
+/// the command's reach on this way (README, "Two ways in").
+pub fn describe(domain: &Domain) -> String {
+    let carved: Vec<String> = domain
+        .carved
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    format!(
+        "capability-free: Landlock ABI {}: signals and abstract Unix sockets scoped, \
+         ptrace-mode access to processes outside barred, no file written on the procfs and \
+         cgroup mounts ({}; writes granted beneath {} other places); the unix filter refuses \
+         priorities, limits and scheduling of any process but the command's own. Still \
+         possible on this way, with no PID namespace: seeing the processes outside and \
+         reading their world-readable /proc files, and joining a process group of the \
+         caller's session, through which no call reaches anyone",
+        abi().unwrap_or(0),
+        if carved.is_empty() {
+            "none mounted".to_string()
+        } else {
+            carved.join(", ")
+        },
+        domain.granted
+    )
+}
+
 /// The kernel's Landlock ABI, for `SRT_DEBUG` and messages.
 pub fn abi() -> Result<i32, Errno> {
     sys::landlock_abi()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn procfs_and_cgroup_mounts_are_carved_out_of_the_grants() {
+        let info = b"22 1 0:21 / / rw - ext4 /dev/vda rw\n\
+                     23 22 0:5 / /proc rw,nosuid - proc proc rw\n\
+                     24 22 0:6 / /sys rw - sysfs sysfs rw\n\
+                     25 24 0:7 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n\
+                     26 22 0:8 / /run/a\\040b/proc rw - proc proc rw\n\
+                     27 22 0:9 / /tmp rw - tmpfs tmpfs rw\n";
+        assert_eq!(
+            carved_mounts(info),
+            [
+                PathBuf::from("/proc"),
+                PathBuf::from("/sys/fs/cgroup"),
+                PathBuf::from("/run/a b/proc"),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_grants_go_round_the_carved_mounts() {
+        let root = std::env::temp_dir().join(format!("capfree-grants-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for dir in ["proc/1", "sys/fs/cgroup/x", "sys/kernel", "home/u", "tmp"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("file"), "").unwrap();
+        std::os::unix::fs::symlink("proc", root.join("link")).unwrap();
+        let carved = [root.join("proc"), root.join("sys/fs/cgroup")];
+        let mut out = Vec::new();
+        grants(&root, &carved, &mut out);
+        out.sort();
+        let rel: Vec<String> = out
+            .iter()
+            .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+            .collect();
+        assert_eq!(rel, ["file", "home", "sys/kernel", "tmp"]);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

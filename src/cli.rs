@@ -45,7 +45,7 @@ pub const FEATURES: [&str; 6] = [
     // unpriv_bwrap): filters and a Landlock domain instead (capfree.rs).
     "capability-free",
     // Protecting mounts checked before the command and watched during it
-    // (guard.rs).
+    // (guard/).
     "mount-guard",
 ];
 

@@ -54,10 +54,11 @@ pub enum Step {
     ProcessGroup,
     Foreground,
     ProcSysReadOnly,
+    ProcReadOnly,
 }
 
 impl Step {
-    const ALL: [Step; 29] = [
+    const ALL: [Step; 30] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -87,6 +88,7 @@ impl Step {
         Step::ProcessGroup,
         Step::Foreground,
         Step::ProcSysReadOnly,
+        Step::ProcReadOnly,
     ];
 
     pub fn from_u8(v: u8) -> Option<Step> {
@@ -124,6 +126,7 @@ impl Step {
             Step::ProcessGroup => "setpgid(0, 0)",
             Step::Foreground => "tcsetpgrp(terminal, the command's group)",
             Step::ProcSysReadOnly => "mount(/proc/sys, MS_BIND|MS_RDONLY)",
+            Step::ProcReadOnly => "mount(/proc, MS_BIND|MS_REC|MS_RDONLY)",
         }
     }
 }

@@ -169,23 +169,17 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     let (way, _ruleset) = match &entry.path {
         Path::CapabilityFree { refusal, .. } => {
             // Held until the run ends; the worker joins it (close-on-exec).
-            let ruleset = capfree::ruleset().map_err(|lack| Error::NoCapabilityFreeWay {
+            let domain = capfree::ruleset().map_err(|lack| Error::NoCapabilityFreeWay {
                 refusal: refusal.clone(),
                 lack,
             })?;
-            debug(cfg.debug, || {
-                format!(
-                    "capability-free: Landlock ABI {}: signals and abstract Unix sockets \
-                     scoped, ptrace-mode access to processes outside barred",
-                    capfree::abi().unwrap_or(0)
-                )
-            });
+            debug(cfg.debug, || capfree::describe(&domain));
             // No bounding-set drop here: it needs CAP_SETPCAP, which this way
             // has none of, and Landlock's ptrace rule holds without it.
             let way = Way::CapabilityFree {
-                ruleset: std::os::fd::AsRawFd::as_raw_fd(&ruleset),
+                ruleset: std::os::fd::AsRawFd::as_raw_fd(&domain.ruleset),
             };
-            (way, Some(ruleset))
+            (way, Some(domain))
         }
         path => {
             // Stricter than upstream: a command running as root (host root

@@ -146,7 +146,7 @@ impl Observer {
         self.sock.as_fd()
     }
 
-    /// Reports a protecting mount found gone (guard.rs; also printed by
+    /// Reports a protecting mount found gone (guard/; also printed by
     /// main).
     pub fn mount_guard(&mut self, lost: &crate::guard::Lost) {
         let line = lost.json(self.encoded_cmd.as_deref());

@@ -22,7 +22,7 @@ pub struct Plan {
     pub filters: Filters,
     pub way: Way,
     /// The read end of the go-ahead pipe: the worker waits on it, just
-    /// before its exec, for the stub's mount check (guard.rs). `None`: no
+    /// before its exec, for the stub's mount check (guard/). `None`: no
     /// check to wait for.
     pub go: Option<RawFd>,
     /// The caller's terminal, whose foreground the worker gives the

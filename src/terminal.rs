@@ -121,12 +121,23 @@ impl Terminal {
     /// `sig`: take the terminal back from the group holding it, stop the
     /// stub the same way, and when continued, give the terminal back to
     /// that group (or the command's) if the stub is in front again, and
-    /// continue both.
-    pub fn command_stopped(&self, sig: libc::c_int, command: Option<libc::pid_t>) {
-        let held = sys::foreground(self.fd())
+    /// continue both. A group that is not the command's (`ours` says) is
+    /// neither given the terminal nor continued: the command may have
+    /// made another job of the caller's the foreground, and the stub
+    /// never signals a group outside the command's tree.
+    pub fn command_stopped(
+        &self,
+        sig: libc::c_int,
+        command: Option<libc::pid_t>,
+        ours: &dyn Fn(libc::pid_t) -> bool,
+    ) {
+        let front = sys::foreground(self.fd())
             .ok()
             .filter(|&g| self.given.get() && g > 0 && g != self.own);
-        if held.is_some() {
+        // Taken back whoever holds it; given back and continued only if
+        // it is the command's.
+        let held = front.filter(|&g| Some(g) == command || ours(g));
+        if front.is_some() {
             self.give_to(self.own);
         }
         self.given.set(false);

@@ -73,7 +73,7 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
             chan.fail(Step::FilterNamespaces, e);
         }
     }
-    // The stub's go-ahead after its mount check (guard.rs): a byte, or
+    // The stub's go-ahead after its mount check (guard/): a byte, or
     // the end of the pipe when a protecting mount is gone (the stub says
     // why and stops the tree).
     if let Some(go) = plan.go {

@@ -665,7 +665,9 @@ fn refusals_name_their_own_cause() {
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(125), "{err}");
         assert!(
-            err.contains("user.max_user_namespaces is 0 in the namespace this runs in"),
+            err.contains(
+                "user.max_user_namespaces is 0 (read from /proc/sys/user/max_user_namespaces)"
+            ),
             "{err}"
         );
     } else {

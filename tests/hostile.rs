@@ -236,10 +236,10 @@ fn the_command_shares_its_process_group_with_nothing_outside() {
 }
 
 /// Row 20, the attack itself, on the host: the command renices its
-/// process group and sends it SIGTERM. The caller (a shell in a session of
-/// its own, so that this test process is out of reach either way) and the
-/// caller's other child must feel neither; the command ends by its own
-/// SIGTERM (143).
+/// process group (refused on the capability-free way, row 24) and sends
+/// it SIGTERM. The caller (a shell in a session of its own, so that this
+/// test process is out of reach either way) and the caller's other child
+/// must feel neither; the command ends by its own SIGTERM (143).
 #[test]
 fn signals_and_priorities_by_group_stay_in_the_sandbox() {
     let Some(probe) = fixture().probe() else {
@@ -258,7 +258,13 @@ kill $victim"#;
             args.extend(way.args(&[probe.to_str().unwrap(), "group-attack"]));
             let out = common::run(Place::Host, user, Path::new("/usr/bin/setsid"), &args);
             let text = stdout(&out);
-            assert!(text.contains("renice-group=ok"), "{what}: {text}");
+            // On the capability-free way no group may be reniced, not even
+            // the command's own: it could have joined the caller's first.
+            let renice = match way {
+                common::threats::Way::CapabilityFree => "renice-group=errno:EPERM",
+                common::threats::Way::Auto => "renice-group=ok",
+            };
+            assert!(text.contains(renice), "{what}: {text}");
             assert!(
                 text.contains("helper=143"),
                 "{what}: {text}\n{}",
@@ -479,6 +485,127 @@ fn priorities_and_limits_of_processes_outside_stay_out_of_reach() {
                 );
             }
             assert_eq!(nice.as_deref(), Some("0"), "{what}: the target was reniced");
+        }
+    }
+}
+
+/// Issue 23, hole 2: on the capability-free way, with no PID namespace,
+/// the command could join the caller's process group (same session), then
+/// renice and idle it by group, and write procfs knobs of a process
+/// outside that take no ptrace-mode check (`oom_score_adj` raised to
+/// 1000, `autogroup` reniced). The caller is a shell leading its own
+/// group, with a child (the victim), on the host (`setsid`) and under
+/// bubblewrap (its payload, as srt's bash): the calls through the group
+/// answer EPERM on the capability-free way, the writes EACCES (Landlock);
+/// on the namespace way the victim is out of sight (ENOENT), or, as root
+/// under bubblewrap where the caller's `/proc` stays, read-only (EROFS).
+/// Either way the caller's nice value and I/O class and the victim's
+/// knobs stay as they were.
+#[test]
+fn the_callers_group_and_procfs_knobs_stay_out_of_reach() {
+    let Some(probe) = fixture().probe() else {
+        return;
+    };
+    let script = r#"sleep 30 & victim=$!
+read -r _ _ _ _ pg _ < /proc/$$/stat
+"$0" "$@" join:$pg procfs-write:$victim; echo helper=$?
+set -- $(cat /proc/$$/stat); echo caller-nice=${19}
+echo caller-ioprio=$(ionice -p $$)
+echo victim-oom=$(cat /proc/$victim/oom_score_adj)
+[ -e /proc/$victim/autogroup ] && echo victim-autogroup=$(cat /proc/$victim/autogroup)
+kill $victim"#;
+    for (way, place, user) in common::ways_matrix() {
+        let what = format!("{way:?} {place:?} {user:?}");
+        let mut args = vec!["-c".to_string(), script.into()];
+        args.push(fixture().helper.to_string_lossy().into_owned());
+        args.extend(way.args(&[probe.to_str().unwrap()]));
+        let out = match place {
+            Place::Host => {
+                let mut all = vec!["sh".to_string()];
+                all.extend(args);
+                common::run(place, user, Path::new("/usr/bin/setsid"), &all)
+            }
+            Place::Bwrap => common::run(place, user, Path::new("/bin/sh"), &args),
+        };
+        let text = stdout(&out);
+        let got = probe_results(&text);
+        let ctx = format!("{what}: {text}\n{}", stderr(&out));
+        assert_eq!(got.get("helper").map(String::as_str), Some("0"), "{ctx}");
+        let (by_group, write) = match (way, place, user) {
+            (common::threats::Way::CapabilityFree, _, _) => (Some("errno:EPERM"), "errno:EACCES"),
+            (_, Place::Bwrap, User::Root) => (None, "errno:EROFS"),
+            _ => (None, "errno:ENOENT"),
+        };
+        if let Some(want) = by_group {
+            assert_eq!(got["renice-joined"], want, "{ctx}");
+            assert_eq!(got["ioprio-joined"], want, "{ctx}");
+        }
+        assert_eq!(got["write-oom_score_adj"], write, "{ctx}");
+        if got["write-autogroup"] != "absent" {
+            assert_eq!(got["write-autogroup"], write, "{ctx}");
+            assert!(got["victim-autogroup"].ends_with(" nice 0"), "{ctx}");
+        }
+        assert_eq!(got["caller-nice"], "0", "{ctx}");
+        assert!(!got["caller-ioprio"].contains("idle"), "{ctx}");
+        assert_eq!(got["victim-oom"], "0", "{ctx}");
+    }
+}
+
+/// Issue 23, hole 3: the command makes another stopped job of the
+/// caller's shell the terminal's foreground, then stops itself; when the
+/// user types `fg`, the stub must continue and hand the terminal to the
+/// command's own group only, never to that other job (before the fix it
+/// continued it, on the capability-free way, though Landlock refused the
+/// command's own `kill` of it). The other job is a `sleep` stopped with
+/// Ctrl-Z, which must still be stopped after.
+#[test]
+fn the_stub_never_continues_a_group_outside_the_command() {
+    let Some(probe) = fixture().probe() else {
+        return;
+    };
+    let bash = Path::new("/bin/bash");
+    if !bash.exists() {
+        common::skip("no /bin/bash for the job-control test");
+        return;
+    }
+    let helper = fixture().helper.to_string_lossy().into_owned();
+    for way in WAYS {
+        for user in users() {
+            let what = format!("{way:?} {user:?}");
+            let mut t = OnTerminal::start(
+                user,
+                bash,
+                &["--norc", "--noprofile", "-i"],
+                &[("PS1", "PROMPT$ ")],
+            );
+            assert!(t.wait_for("PROMPT$ ", 1), "{what}: {}", t.seen);
+            let mark = format!("1000.{}{}", std::process::id(), what.len());
+            t.type_in(&format!("sleep {mark}\n"));
+            let (victim, group) = group_of(&["sleep", &mark]).expect("the sleep job");
+            t.type_in("\u{1a}");
+            assert!(t.wait_for("Stopped", 1), "{what}: {}", t.seen);
+            let run = format!("{helper} {}", way.args::<&str>(&[]).join(" "));
+            t.type_in(&format!("{run} {} front-steal:{group}\n", probe.display()));
+            assert!(t.wait_for("front-steal=", 1), "{what}: {}", t.seen);
+            assert!(t.wait_for("Stopped", 2), "{what}: {}", t.seen);
+            t.type_in("fg %2\n");
+            assert!(t.wait_for("continued", 1), "{what}: {}", t.seen);
+            assert!(t.wait_for("PROMPT$ ", 4), "{what}: {}", t.seen);
+            let state = std::fs::read_to_string(format!("/proc/{victim}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(") ").next().map(|r| r[..1].to_string()));
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(victim),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            assert_eq!(
+                state.as_deref(),
+                Some("T"),
+                "{what}: the other job was continued: {}",
+                t.seen
+            );
+            t.type_in("exit\n");
+            let _ = t.status();
         }
     }
 }

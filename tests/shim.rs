@@ -488,7 +488,10 @@ fn profile_through_args(uid: Option<u32>) {
     // The words went on bubblewrap's line: the mount guard read them all
     // (1500 denied files, bound read-only), and fd 9 went with the exec.
     assert!(
-        err.contains("mount guard: 15") && err.contains(" restricting mounts watched; all 15"),
+        err.contains("mount guard: 15")
+            && err.contains(" restricting mounts watched, and ")
+            && err.contains("for renames (")
+            && err.contains("; all 15"),
         "{ctx}"
     );
     let fds = text.lines().last().unwrap_or_default();

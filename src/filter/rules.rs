@@ -121,12 +121,10 @@ pub const CLONE3: u32 = 435;
 pub const ENOSYS: u32 = 38;
 pub const EPERM: u32 = 1;
 
-/// `setpriority` and `ioprio_set` aimed at the caller or its own process
-/// group (`who` 0); the user form reaches every process of a uid.
+/// `setpriority` and `ioprio_set` aimed at the caller itself (`who` 0);
+/// the group and user forms reach other processes.
 const PRIO_PROCESS: u32 = 0;
-const PRIO_PGRP: u32 = 1;
 const IOPRIO_WHO_PROCESS: u32 = 1;
-const IOPRIO_WHO_PGRP: u32 = 2;
 
 /// Syscall numbers that differ between the architectures.
 struct Numbers {
@@ -289,14 +287,12 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
                 all_of: vec![Cond::Differs { pairs }],
             };
             all.extend([
-                // The caller, or its own group (which on the
-                // capability-free way holds the command alone: THREATS
-                // row 20), by `who` 0.
-                not_self(n.setpriority, &[(0, &[PRIO_PROCESS, PRIO_PGRP]), (1, &[0])]),
-                not_self(
-                    n.ioprio_set,
-                    &[(0, &[IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP]), (1, &[0])],
-                ),
+                // The caller itself, by `who` 0. Not its group, even its
+                // own by `who` 0: with no PID namespace the command can
+                // join a group of the caller's session first (setpgid),
+                // and renice the caller's through it.
+                not_self(n.setpriority, &[(0, &[PRIO_PROCESS]), (1, &[0])]),
+                not_self(n.ioprio_set, &[(0, &[IOPRIO_WHO_PROCESS]), (1, &[0])]),
                 not_self(n.prlimit64, &[(0, &[0])]),
                 not_self(n.sched_setaffinity, &[(0, &[0])]),
                 not_self(n.sched_setscheduler, &[(0, &[0])]),

@@ -2,7 +2,8 @@
 //! runs in the stub's memory while the stub runs on (sys::spawn_shared),
 //! so raw system calls only, no allocation, no formatting, no panics. It
 //! arms PDEATHSIG, makes itself non-dumpable, `/` private, mounts `/proc`
-//! and binds `/proc/sys` read-only, sets the namespace limit, starts the
+//! (where refused, binds the caller's read-only), sets the namespace
+//! limit, binds `/proc/sys` read-only, starts the
 //! worker (sys::spawn_vfork), relays the forwarded signals, reaps every
 //! child and exits with the worker's status.
 
@@ -53,27 +54,39 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     ) {
         chan.fail(Step::MountPrivate, e);
     }
-    match sys::raw_mount(
+    let fresh_proc = match sys::raw_mount(
         c"proc",
         c"/proc",
         Some(c"proc"),
         (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) as libc::c_ulong,
     ) {
-        Ok(()) => {}
-        // A masked /proc (unprivileged containers) refuses a new instance.
-        Err(Errno::EPERM) => chan.report(Kind::Debug, Step::MountProc, Errno::EPERM),
+        Ok(()) => true,
+        // A masked /proc (unprivileged containers) refuses a new instance,
+        // as does bubblewrap's --proc to a root caller.
+        Err(Errno::EPERM) => {
+            chan.report(Kind::Debug, Step::MountProc, Errno::EPERM);
+            false
+        }
         Err(e) => chan.fail(Step::MountProc, e),
-    }
+    };
     if limit_userns {
         if let Err(e) = sys::write_file(c"/proc/sys/user/max_user_namespaces", b"0\n") {
             chan.report(Kind::Warning, Step::LimitUserns, e);
+        }
+    }
+    // The caller's /proc stays, listing processes outside, some of whose
+    // files take writes with no ptrace-mode check (oom_score_adj,
+    // autogroup): read-only for the command, with what is mounted in it.
+    if !fresh_proc {
+        if let Err(e) = read_only_bind(c"/proc", true) {
+            chan.fail(Step::ProcReadOnly, e);
         }
     }
     // Read-only for the command: as root in the user namespace it holds
     // CAP_SYS_RESOURCE there and could raise the limit just set (or, as
     // host root on the direct path, write any sysctl). Mounts are the
     // filter's to refuse, so it stays read-only.
-    if let Err(e) = protect_sysctls() {
+    if let Err(e) = read_only_bind(c"/proc/sys", false) {
         chan.fail(Step::ProcSysReadOnly, e);
     }
     // A raw mmap, in the shared memory; never unmapped (init exits, and
@@ -99,29 +112,27 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     }
 }
 
-/// `/proc/sys` bound onto itself read-only (with the flags the fresh
-/// `/proc` has, which a user namespace may not drop). Where the bind is
-/// refused (a container's masked `/proc`), a `/proc/sys` already read-only
+/// `path` (in `/proc`) bound onto itself read-only, with the flags a
+/// procfs mount has, which a user namespace may not drop; `recursive`
+/// takes the mounts beneath along (a non-recursive bind of a mount with
+/// locked mounts beneath, a container's masks, is refused). Where the bind
+/// is refused (a container's masked `/proc`), a `path` already read-only
 /// will do. Raw calls only: init runs this.
-pub(super) fn protect_sysctls() -> Result<(), Errno> {
+pub(super) fn read_only_bind(path: &std::ffi::CStr, recursive: bool) -> Result<(), Errno> {
     let kept = (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) as libc::c_ulong;
-    let bound = sys::raw_mount(
-        c"/proc/sys",
-        c"/proc/sys",
-        None,
-        libc::MS_BIND as libc::c_ulong,
-    )
-    .and_then(|()| {
-        sys::raw_mount(
-            c"none",
-            c"/proc/sys",
-            None,
-            (libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY) as libc::c_ulong | kept,
-        )
-    });
+    let rec = if recursive { libc::MS_REC } else { 0 };
+    let bound =
+        sys::raw_mount(path, path, None, (libc::MS_BIND | rec) as libc::c_ulong).and_then(|()| {
+            sys::raw_mount(
+                c"none",
+                path,
+                None,
+                (libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY) as libc::c_ulong | kept,
+            )
+        });
     match bound {
         Ok(()) => Ok(()),
-        Err(e) => match sys::raw_is_read_only(c"/proc/sys") {
+        Err(e) => match sys::raw_is_read_only(path) {
             Ok(true) => Ok(()),
             _ => Err(e),
         },

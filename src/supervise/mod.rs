@@ -347,26 +347,33 @@ fn refused_before_start(
 /// SIGKILL (what escapes the walk, the end of the run kills).
 fn stop_tree(child: Pid, way: Way) {
     if let Way::CapabilityFree { .. } = way {
-        let mut todo = vec![child.as_raw()];
-        let mut found = Vec::new();
-        while let Some(pid) = todo.pop() {
-            found.push(pid);
-            let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
-            for task in tasks.into_iter().flatten().flatten() {
-                let children = std::fs::read_to_string(task.path().join("children"));
-                todo.extend(
-                    children
-                        .iter()
-                        .flat_map(|t| t.split_whitespace())
-                        .filter_map(|p| p.parse::<libc::pid_t>().ok()),
-                );
-            }
-        }
-        for pid in found {
+        for pid in tree(child.as_raw()) {
             let _ = sys::raw_kill(pid, libc::SIGKILL);
         }
     }
     let _ = sys::raw_kill(child.as_raw(), libc::SIGKILL);
+}
+
+/// `root` and every descendant `/proc` lists (the children of each of
+/// their threads), for the capability-free way, whose `/proc` is the
+/// caller's. A process forked after its parent was listed is missed.
+pub(super) fn tree(root: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut todo = vec![root];
+    let mut found = Vec::new();
+    while let Some(pid) = todo.pop() {
+        found.push(pid);
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+        for task in tasks.into_iter().flatten().flatten() {
+            let children = std::fs::read_to_string(task.path().join("children"));
+            todo.extend(
+                children
+                    .iter()
+                    .flat_map(|t| t.split_whitespace())
+                    .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+            );
+        }
+    }
+    found
 }
 
 fn filter_stub(plan: &Plan) -> Result<(), Error> {

@@ -79,14 +79,25 @@ pub(super) struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// The command stopped with `sig`: see terminal.rs.
+    /// The command stopped with `sig`: see terminal.rs. A group holding the
+    /// terminal then is given it back and continued only if it is the
+    /// command's. On the namespace way it can be no other: the command
+    /// names groups in its own PID namespace only (TIOCSPGRP looks the
+    /// number up there). On the capability-free way it can make any group
+    /// of the caller's session the foreground, so the group must hold a
+    /// process of the stub's tree (the command's, and its orphans).
     fn command_stopped(&self, sig: libc::c_int, child: Pid, way: Way) {
-        let group = match way {
-            Way::CapabilityFree { .. } => Some(child.as_raw()),
+        let (group, ours): (_, &dyn Fn(libc::pid_t) -> bool) = match way {
+            Way::CapabilityFree { .. } => (Some(child.as_raw()), &|g| {
+                let stub = std::process::id() as libc::pid_t;
+                tree(stub).into_iter().filter(|&p| p != stub).any(|p| {
+                    nix::unistd::getpgid(Some(Pid::from_raw(p))).is_ok_and(|pg| pg.as_raw() == g)
+                })
+            }),
             // The worker, init's first child, leads the command's group.
-            Way::Namespaces { .. } => self.terminal.first_child(child.as_raw()),
+            Way::Namespaces { .. } => (self.terminal.first_child(child.as_raw()), &|_| true),
         };
-        self.terminal.command_stopped(sig, group);
+        self.terminal.command_stopped(sig, group, ours);
     }
 
     /// Reads what init sent: stops are acted on, other reports kept for
@@ -153,6 +164,10 @@ pub(super) fn serve(
             fds.push(PollFd::new(g.fd(), PollFlags::POLLPRI));
             fds.len() - 1
         });
+        let renames_at = guard.and_then(Guard::renames_fd).map(|fd| {
+            fds.push(PollFd::new(fd, PollFlags::POLLIN));
+            fds.len() - 1
+        });
         let control_at = control.map(|j| {
             fds.push(PollFd::new(j.control.as_fd(), PollFlags::POLLIN));
             fds.len() - 1
@@ -170,12 +185,15 @@ pub(super) fn serve(
             .collect();
         drop(fds);
         if let (Some(at), Some(g)) = (guard_at, guard) {
-            if ready[at].intersects(PollFlags::POLLPRI | PollFlags::POLLERR) {
-                if let Some(l) = g.changed() {
-                    stop_tree(child, way);
-                    lost = Some(l);
-                    guard = None;
-                }
+            let table = ready[at].intersects(PollFlags::POLLPRI | PollFlags::POLLERR);
+            let names = renames_at.is_some_and(|r| !ready[r].is_empty());
+            // A rename first: reading its events drains them, and a change
+            // of the table checks every destination anyway.
+            let found = if names { g.renamed() } else { None };
+            if let Some(l) = found.or_else(|| table.then(|| g.changed()).flatten()) {
+                stop_tree(child, way);
+                lost = Some(l);
+                guard = None;
             }
         }
         if let (Some(at), Some(o)) = (chan_at, obs.as_mut()) {

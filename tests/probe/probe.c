@@ -54,6 +54,7 @@ static const char *errname(int e) {
   case ESOCKTNOSUPPORT: return "ESOCKTNOSUPPORT";
   case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
   case ECONNREFUSED: return "ECONNREFUSED";
+  case EROFS: return "EROFS";
   default: return "OTHER";
   }
 }
@@ -330,6 +331,46 @@ static void outside_calls(const char *prefix, pid_t pid) {
 #undef CALL
 }
 
+/* Joins process group `pgid` (the caller's, on the capability-free way
+ * a group of the same session), then renices and idles that group. */
+static void join_group(pid_t pgid) {
+  long r = setpgid(0, pgid);
+  result("join-group", r, errno);
+  r = setpriority(PRIO_PGRP, 0, 19);
+  result("renice-joined", r, errno);
+  r = syscall(SYS_ioprio_set, 2 /* WHO_PGRP */, 0, 3L << 13 /* IDLE */);
+  result("ioprio-joined", r, errno);
+}
+
+/* Writes the procfs knobs of `pid` that have no ptrace-mode check. */
+static void procfs_write(pid_t pid) {
+  const char *knobs[][2] = {{"oom_score_adj", "1000\n"}, {"autogroup", "19\n"}};
+  for (int i = 0; i < 2; i++) {
+    char path[64], name[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, knobs[i][0]);
+    snprintf(name, sizeof name, "write-%s", knobs[i][0]);
+    if (access("/proc/self/autogroup", F_OK) && i == 1) {
+      printf("%s=absent\n", name);
+      continue;
+    }
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    long r = fd < 0 ? -1 : write(fd, knobs[i][1], strlen(knobs[i][1]));
+    int err = errno;
+    result(name, r, err);
+    if (fd >= 0) close(fd);
+  }
+}
+
+/* Makes group `pgid` the terminal's foreground (another job of the
+ * caller's), then stops: continued by the user's `fg`, it says so. */
+static void front_steal(pid_t pgid) {
+  long r = tcsetpgrp(0, pgid);
+  result("front-steal", r, errno);
+  fflush(stdout);
+  kill(getpid(), SIGSTOP);
+  printf("continued\n");
+}
+
 static int cmp_long(const void *a, const void *b) {
   long x = *(const long *)a, y = *(const long *)b;
   return (x > y) - (x < y);
@@ -531,6 +572,9 @@ int main(int argc, char **argv) {
     else if (!strncmp(c, "abstract-connect:", 17)) abstract_connect("abstract-connect", c + 17);
     else if (!strncmp(c, "outside:", 8)) outside_calls("outside", (pid_t)atoi(c + 8));
     else if (!strcmp(c, "self-calls")) outside_calls("self", 0);
+    else if (!strncmp(c, "join:", 5)) join_group((pid_t)atoi(c + 5));
+    else if (!strncmp(c, "procfs-write:", 13)) procfs_write((pid_t)atoi(c + 13));
+    else if (!strncmp(c, "front-steal:", 12)) front_steal((pid_t)atoi(c + 12));
     else if (!strncmp(c, "exec-child:", 11)) exec_child("exec-child", c + 11);
     else if (!strncmp(c, "spin-write:", 11)) {
       /* Retries creating the file in a tight loop until it works (a

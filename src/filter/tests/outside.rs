@@ -45,13 +45,11 @@ const CALLS: [Call; 7] = [
         141,
         140,
         // The kernel reads `which` and `who` as int: upper halves ignored.
-        // Its own group too: on this way the command leads it alone.
+        // Not its own group (who 0): the command may have joined the
+        // caller's first (issue 23).
+        &[[PRIO_PROCESS, 0, 10], [PRIO_PROCESS | HIGH, ALL_HIGH, 10]],
         &[
-            [PRIO_PROCESS, 0, 10],
-            [PRIO_PROCESS | HIGH, ALL_HIGH, 10],
             [PRIO_PGRP, 0, 10],
-        ],
-        &[
             [PRIO_PROCESS, OTHER, 10],
             [PRIO_PGRP, OTHER, 10],
             [PRIO_USER, 0, 10],
@@ -63,12 +61,9 @@ const CALLS: [Call; 7] = [
         "ioprio_set",
         251,
         30,
+        &[[IOPRIO_WHO_PROCESS, 0, 0], [IOPRIO_WHO_PROCESS, HIGH, 0]],
         &[
-            [IOPRIO_WHO_PROCESS, 0, 0],
-            [IOPRIO_WHO_PROCESS, HIGH, 0],
             [IOPRIO_WHO_PGRP, 0, 0],
-        ],
-        &[
             [IOPRIO_WHO_PROCESS, OTHER, 0],
             [IOPRIO_WHO_PGRP, OTHER, 0],
             [IOPRIO_WHO_USER, 0, 0],

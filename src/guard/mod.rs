@@ -6,23 +6,26 @@
 //! unlinks P, or renames a file over it (another sandbox's clean-up, an
 //! editor's atomic save, `git config`), the kernel detaches the mount in
 //! every mount namespace, the sandbox's included, and the command can then
-//! write the denied path. Nothing inside the sandbox can unmount (the
-//! filters refuse it), so a mount that vanishes was removed from outside.
+//! write the denied path. When P, or a folder above it, is renamed away
+//! (an editor saving by renaming the original to a backup; a command's
+//! `mv .vscode .vscode.old`), the mount goes with its dentry to the new
+//! name, and the path is left unprotected. Nothing inside the sandbox can
+//! unmount (the filters refuse it).
 //!
 //! Before the command starts, [`Guard::start`] reads what bubblewrap was
-//! asked to mount (its PID 1's command line, walked by bwrap_args.rs) and
-//! checks that each destination is still the root of a mount (`statx`,
-//! `STATX_ATTR_MOUNT_ROOT`: one call each). During the run the stub polls
-//! the namespace's `mountinfo` (POLLPRI on every change of the mount
-//! table; it is never read) and [`Guard::changed`] looks again: an
-//! unlinked placeholder is gone, a file renamed over a self-bound one is
-//! a plain file, and either way the path is no mount root any more. A new
-//! mount stacked on a destination (init's fresh `/proc`) leaves it one.
-//! The stub then stops the command.
+//! asked to mount (its PID 1's command line, walked by bwrap_args.rs),
+//! watches the folders on the way to each destination for names moved or
+//! removed (renames.rs: inotify), then checks that each destination is
+//! still the root of a mount (`statx`, `STATX_ATTR_MOUNT_ROOT`: one call
+//! each). During the run the stub polls the namespace's `mountinfo`
+//! (POLLPRI on every change of the mount table; it is never read) and the
+//! watches; [`Guard::changed`] and [`Guard::renamed`] look again: an
+//! unlinked placeholder is gone, a file renamed over a self-bound one is a
+//! plain file, a path renamed away is something else or nothing, and
+//! either way the path is no mount root any more. A new mount stacked on a
+//! destination (init's fresh `/proc`) leaves it one. The stub then stops
+//! the command.
 //!
-//! Which mounts are watched: where PID 1 is bubblewrap, the mounts at the
-//! destinations of its restricting mounts (read-only binds, tmpfs, /dev,
-//! /proc, overlays: not the read-write binds, whose loss takes access away,
 //! Which mounts are watched: where PID 1 is bubblewrap, the mounts at the
 //! destinations of its restricting mounts (read-only binds, tmpfs, /dev,
 //! /proc, overlays: not the read-write binds, whose loss takes access away,
@@ -33,15 +36,20 @@
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, open, openat, readlinkat};
 use nix::sys::stat::Mode;
 
 use crate::bwrap_args::{self, Mount};
-use crate::json;
 use crate::sys;
+
+mod lost;
+mod renames;
+
+pub use lost::Lost;
+use renames::{Affected, Renames};
 
 /// PID 1's command line, word by word.
 fn cmdline(proc_dir: BorrowedFd<'_>) -> std::io::Result<Vec<OsString>> {
@@ -102,12 +110,15 @@ fn covers(later: &[u8], earlier: &[u8]) -> bool {
         || (earlier.starts_with(later) && earlier.get(later.len()) == Some(&b'/'))
 }
 
-/// A watched destination.
+/// A destination of a restricting mount.
 #[derive(Clone, Debug)]
 struct Watched {
     point: Vec<u8>,
     /// The bubblewrap option that made it, e.g. `--ro-bind /dev/null`.
     made_by: String,
+    /// Mounted before the command, so watched (not a missing `-try` form,
+    /// nor one the stub cannot search).
+    active: bool,
 }
 
 /// Whether the mount at `point` still holds: the path is a mount root.
@@ -121,98 +132,14 @@ fn holds(point: &[u8]) -> Option<bool> {
     }
 }
 
-/// A protection that no longer holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Lost {
-    pub path: Vec<u8>,
-    /// The bubblewrap option that made the mount, when known.
-    pub made_by: Option<String>,
-    /// Found before the command started (it never ran).
-    pub before_start: bool,
-    /// Something is at the path now, as the sandbox sees it: the host's
-    /// file, or what was written while it was unprotected.
-    pub exists_now: bool,
-}
-
-impl Lost {
-    fn at(path: &[u8], made_by: Option<String>, before_start: bool) -> Lost {
-        let mut lost = Lost {
-            path: path.to_vec(),
-            made_by,
-            before_start,
-            exists_now: false,
-        };
-        lost.look_again();
-        lost
-    }
-
-    /// Looks at the path again: the stub calls this once the command's
-    /// tree is gone, when nothing can change it any more from inside. The
-    /// name is looked for in a listing of its folder: the detach that woke
-    /// the stub comes before the unlink or rename has finished, and
-    /// listing the folder waits for it (both hold the folder's lock),
-    /// where a lookup might still find the old entry.
-    pub fn look_again(&mut self) {
-        let path = PathBuf::from(OsString::from_vec(self.path.clone()));
-        self.exists_now = match (path.parent(), path.file_name()) {
-            (Some(dir), Some(name)) => match std::fs::read_dir(dir) {
-                Ok(entries) => entries.flatten().any(|e| e.file_name() == name),
-                Err(_) => std::fs::symlink_metadata(&path).is_ok(),
-            },
-            _ => std::fs::symlink_metadata(&path).is_ok(),
-        };
-    }
-
-    /// The helper's message (main.rs prints it).
-    pub fn message(&self) -> String {
-        let path = String::from_utf8_lossy(&self.path);
-        let what = match &self.made_by {
-            Some(option) => format!("{path} (bubblewrap's {option} {path})"),
-            None => path.to_string(),
-        };
-        let mut text = format!(
-            "apply-seccomp: mount guard: {what} is no longer mounted in the sandbox: it was \
-             removed from outside (another sandbox's clean-up, or a file replaced or deleted \
-             on the host), so the protection it gave no longer held; {}. Running the command \
-             again is safe.",
-            if self.before_start {
-                "the command did not run"
-            } else {
-                "the command was stopped"
-            }
-        );
-        if self.exists_now && !self.before_start {
-            text.push_str(&format!(
-                "\napply-seccomp: mount guard: {path} exists now: it may have been written \
-                 while unprotected; look at it."
-            ));
-        }
-        text
-    }
-
-    /// The line for the observation socket.
-    pub fn json(&self, encoded_cmd: Option<&str>) -> String {
-        let mut line = format!(
-            "{{\"mount_guard\":\"lost\",\"path\":{},\"before_start\":{},\"exists_now\":{}",
-            json::string(&self.path),
-            self.before_start,
-            self.exists_now
-        );
-        if let Some(cmd) = encoded_cmd {
-            line.push_str(",\"encodedCommand\":");
-            line.push_str(cmd);
-        }
-        line.push_str("}\n");
-        line
-    }
-}
-
 /// What the guard watches, and how it knew.
 pub struct Guard {
     proc_dir: OwnedFd,
     /// Polled for changes of the mount table (POLLPRI), never read.
     mountinfo: OwnedFd,
     watched: Vec<Watched>,
+    /// The folders on the way to the destinations, watched for renames.
+    renames: Option<Renames>,
     /// For `SRT_DEBUG`.
     pub summary: String,
 }
@@ -248,12 +175,18 @@ impl Guard {
             proc_dir,
             mountinfo: fd,
             watched: Vec::new(),
+            renames: None,
             summary: String::new(),
         })
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.mountinfo.as_fd()
+    }
+
+    /// The rename watches, polled for POLLIN.
+    pub fn renames_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.renames.as_ref().map(Renames::fd)
     }
 
     /// bubblewrap's arguments: PID 1's command line (its monitor, under
@@ -268,10 +201,15 @@ impl Guard {
     /// picks what to watch, and reports a required destination that is
     /// not mounted.
     pub fn start(&mut self) -> Result<(), Lost> {
+        let began = std::time::Instant::now();
         match self.bwrap_args().and_then(|args| {
             bwrap_args::walk(&args).map_err(|e| format!("bubblewrap's command line: {e}"))
         }) {
-            Ok(walk) => self.watch_destinations(&walk.mounts),
+            Ok(walk) => {
+                self.watch_destinations(&walk.mounts)?;
+                self.summary += &format!("; {} us", began.elapsed().as_micros());
+                Ok(())
+            }
             Err(why) => {
                 self.summary =
                     format!("mount guard: off ({why}: nothing says which mounts protect anything)");
@@ -284,6 +222,8 @@ impl Guard {
         let (mut required, mut optional, mut adding, mut unchecked) = (0, 0, 0, 0);
         let mut covered = Vec::new();
         let dests: Vec<Vec<u8>> = mounts.iter().map(|m| normalize(&m.dest)).collect();
+        // The destinations to protect, each once: `(index, optional)`.
+        let mut candidates = Vec::new();
         for (i, m) in mounts.iter().enumerate() {
             let dest = &dests[i];
             // A read-write bind grants; losing it takes access away.
@@ -298,38 +238,62 @@ impl Guard {
                 covered.push(String::from_utf8_lossy(dest).into_owned());
                 continue;
             }
-            let made_by = if m.source.is_empty() {
-                m.option.clone()
-            } else {
-                format!("{} {}", m.option, String::from_utf8_lossy(&m.source))
-            };
             if m.optional {
                 optional += 1;
             } else {
                 required += 1;
             }
-            match holds(dest) {
-                Some(true) => {}
-                Some(false) if m.optional => continue,
-                Some(false) => return Err(Lost::at(dest, Some(made_by), true)),
-                None => {
-                    unchecked += 1;
-                    continue;
-                }
+            if self.watched.iter().any(|w| &w.point == dest) {
+                continue;
             }
-            if !self.watched.iter().any(|w| &w.point == dest) {
-                self.watched.push(Watched {
-                    point: dest.clone(),
-                    made_by,
-                });
+            candidates.push((self.watched.len(), m.optional));
+            self.watched.push(Watched {
+                point: dest.clone(),
+                made_by: if m.source.is_empty() {
+                    m.option.clone()
+                } else {
+                    format!("{} {}", m.option, String::from_utf8_lossy(&m.source))
+                },
+                active: false,
+            });
+        }
+        // The watches first: a rename between the check and the watch
+        // would go unseen.
+        let watching_since = std::time::Instant::now();
+        let mut renames = Renames::new()
+            .map_err(|e| Lost::unwatchable(format!("inotify_init1: {}", e.desc())))?;
+        for &(i, _) in &candidates {
+            renames
+                .watch(&self.watched[i].point, i, self.proc_dir.as_fd())
+                .map_err(|e| Lost::unwatchable(format!("inotify_add_watch: {}", e.desc())))?;
+        }
+        renames.ready();
+        let watching_took = watching_since.elapsed();
+        for (i, is_optional) in candidates {
+            let w = &mut self.watched[i];
+            match holds(&w.point) {
+                Some(true) => w.active = true,
+                Some(false) if is_optional => {}
+                Some(false) => return Err(Lost::at(&w.point, Some(w.made_by.clone()), true)),
+                None => unchecked += 1,
             }
         }
+        let active = self.watched.iter().filter(|w| w.active).count();
         self.summary = format!(
-            "mount guard: {} destinations of bubblewrap's restricting mounts watched; all \
-             {required} required ones mounted before the command ({optional} -try forms not \
-             required, {adding} read-write binds not watched, {unchecked} not searchable, {} \
-             covered by a later mount{}{})",
-            self.watched.len(),
+            "mount guard: {active} destinations of bubblewrap's restricting mounts watched, \
+             and {} folders on their way for renames ({} us){}; all {required} required ones mounted \
+             before the command ({optional} -try forms not required, {adding} read-write binds \
+             not watched, {unchecked} not searchable, {} covered by a later mount{}{})",
+            renames.folders(),
+            watching_took.as_micros(),
+            if renames.unwatched > 0 {
+                format!(
+                    " ({} not readable by this user, not watched)",
+                    renames.unwatched
+                )
+            } else {
+                String::new()
+            },
             covered.len(),
             if covered.is_empty() {
                 ""
@@ -338,21 +302,39 @@ impl Guard {
             },
             covered.join(", ")
         );
+        self.renames = Some(renames);
         Ok(())
+    }
+
+    /// The first of `these` watched destinations that is no mount root
+    /// any more, if any.
+    fn first_lost<'a>(&self, these: impl Iterator<Item = &'a Watched>) -> Option<Lost> {
+        these
+            .filter(|w| w.active)
+            .find(|w| holds(&w.point) == Some(false))
+            .map(|w| Lost::at(&w.point, Some(w.made_by.clone()), false))
     }
 
     /// After a change of the mount table: the first watched destination
     /// that is no mount root any more, if any.
     pub fn changed(&self) -> Option<Lost> {
-        self.watched
-            .iter()
-            .find(|w| holds(&w.point) == Some(false))
-            .map(|w| Lost::at(&w.point, Some(w.made_by.clone()), false))
+        self.first_lost(self.watched.iter())
+    }
+
+    /// After names moved or removed in a watched folder: the first of the
+    /// destinations through them that is no mount root any more, if any.
+    pub fn renamed(&self) -> Option<Lost> {
+        match self.renames.as_ref()?.affected() {
+            Affected::All => self.changed(),
+            Affected::Some(these) => {
+                self.first_lost(these.iter().filter_map(|&i| self.watched.get(i)))
+            }
+        }
     }
 
     /// Whether anything is watched (else the stub need not poll).
     pub fn watching(&self) -> bool {
-        !self.watched.is_empty()
+        self.watched.iter().any(|w| w.active)
     }
 }
 
@@ -375,38 +357,5 @@ mod tests {
         assert!(covers(b"/w", b"/w"));
         assert!(!covers(b"/w", b"/wx"));
         assert!(!covers(b"/w/.git", b"/w"));
-    }
-
-    #[test]
-    fn the_message_says_where_when_and_what_to_do() {
-        let lost = Lost {
-            path: b"/w/.bashrc".to_vec(),
-            made_by: Some("--ro-bind /dev/null".into()),
-            before_start: false,
-            exists_now: true,
-        };
-        let text = lost.message();
-        assert!(text.starts_with(
-            "apply-seccomp: mount guard: /w/.bashrc (bubblewrap's --ro-bind /dev/null \
-             /w/.bashrc) is no longer mounted in the sandbox: it was removed from outside"
-        ));
-        assert!(text.contains("the command was stopped"), "{text}");
-        assert!(text.contains("Running the command again is safe"), "{text}");
-        assert!(
-            text.contains("/w/.bashrc exists now: it may have been written"),
-            "{text}"
-        );
-        let before = Lost {
-            before_start: true,
-            ..lost
-        };
-        let text = before.message();
-        assert!(text.contains("the command did not run"), "{text}");
-        assert!(!text.contains("exists now"), "{text}");
-        assert_eq!(
-            before.json(Some("\"eA==\"")),
-            "{\"mount_guard\":\"lost\",\"path\":\"/w/.bashrc\",\"before_start\":true,\
-             \"exists_now\":true,\"encodedCommand\":\"eA==\"}\n"
-        );
     }
 }
