@@ -282,6 +282,10 @@ fn main() {
             over_cf / over_o
         );
     }
+    let only = std::env::var("BENCH_ONLY").ok();
+    if which("bwrap").is_some() && only.as_deref().is_none_or(|o| "shim".contains(o)) {
+        shim_against_bwrap(&dir, &ours, unpriv, rounds);
+    }
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     let rss = |command: &str| {
         let argv = |p: &Path| vec![p.to_string_lossy().into_owned(), command.to_string()];
@@ -306,4 +310,106 @@ fn main() {
         size(&c)
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// srt's placeholders for a fresh git folder: its dangerous files, and the
+/// folders (`.claude` for its two).
+/// A Claude Code line's placeholders in a fresh git folder: srt 0.0.83's
+/// own eleven (`--ro-bind /dev/null`; its twelfth, `.claude`, an empty
+/// folder, gives way to the five below it that Claude Code adds), folders
+/// marked `/`. `.claude` itself comes to 17 places.
+const PLACEHOLDERS: [&str; 16] = [
+    ".gitconfig",
+    ".gitmodules",
+    ".bashrc",
+    ".bash_profile",
+    ".zshrc",
+    ".zprofile",
+    ".profile",
+    ".ripgreprc",
+    ".mcp.json",
+    ".vscode",
+    ".idea",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".claude/commands/",
+    ".claude/agents/",
+    ".claude/skills/",
+];
+
+/// The placeholder keeper's cost: `bwrap ... true` with srt's options and
+/// placeholders, through the shim (which makes, holds and removes them)
+/// against bubblewrap direct (whose placeholders are removed after each
+/// run, untimed, as the client would), interleaved, as `uid`.
+fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) {
+    let work = dir.join("project");
+    let empty = dir.join("empty");
+    let shim = dir.join("shim");
+    for d in [&work, &empty, &shim] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::create_dir_all(work.join(".git")).unwrap();
+    std::os::unix::fs::symlink(ours, shim.join("bwrap")).unwrap();
+    if let Some(u) = uid {
+        for d in [&work, &work.join(".git"), &empty] {
+            std::os::unix::fs::chown(d, Some(u), Some(u)).unwrap();
+        }
+    }
+    std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let w = work.to_string_lossy().into_owned();
+    let mut line: Vec<String> = BWRAP_OPTIONS.iter().map(|s| s.to_string()).collect();
+    line.extend(["--bind".into(), w.clone(), w.clone()]);
+    for p in PLACEHOLDERS {
+        let source = if p.ends_with('/') {
+            empty.to_string_lossy().into_owned()
+        } else {
+            "/dev/null".into()
+        };
+        let p = p.trim_end_matches('/');
+        line.extend(["--ro-bind".into(), source, format!("{w}/{p}")]);
+    }
+    line.extend(["--".into(), "/bin/true".into()]);
+    let bwrap = which("bwrap").unwrap().to_string_lossy().into_owned();
+    let direct: Vec<String> = [vec![bwrap], line.clone()].concat();
+    let through: Vec<String> = [
+        vec![shim.join("bwrap").to_string_lossy().into_owned()],
+        line,
+    ]
+    .concat();
+    // What bubblewrap made, deepest first, as the client removes it.
+    let clean = || {
+        for p in PLACEHOLDERS.iter().rev().chain(&[".claude"]) {
+            let path = work.join(p.trim_end_matches('/'));
+            let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir(&path));
+        }
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for round in 0..rounds + 20 {
+        let first_direct = round % 2 == 0;
+        for n in 0..2 {
+            if (n == 0) == first_direct {
+                let t = time_once(&direct, uid);
+                clean();
+                if round >= 20 {
+                    a.push(t.as_secs_f64() * 1e3);
+                }
+            } else {
+                let t = time_once(&through, uid);
+                if round >= 20 {
+                    b.push(t.as_secs_f64() * 1e3);
+                }
+            }
+        }
+    }
+    let ratio = median(b.iter().zip(&a).map(|(s, d)| s / d).collect());
+    println!(
+        "\n| {} placeholders, bwrap (srt options) `true` | bubblewrap direct | through the shim | shim / direct (median of ratios) |",
+        PLACEHOLDERS.len() + 1
+    );
+    println!("|---|---|---|---|");
+    println!(
+        "| {rounds} rounds, alternating | {:.2} ms | {:.2} ms | {ratio:.3} |",
+        median(a),
+        median(b)
+    );
 }

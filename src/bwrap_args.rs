@@ -73,6 +73,9 @@ pub struct Mount {
     pub optional: bool,
     /// It restricts what lies beneath (see `makes_mount`).
     pub restricts: bool,
+    /// The index of the option on the line; `None` for one read from an
+    /// `--args` file.
+    pub at: Option<usize>,
 }
 
 /// A command line walked option by option.
@@ -173,7 +176,7 @@ pub fn walk_reading(args: &[OsString], read: &mut ReadArgs<'_>) -> Result<Walk, 
             i += 2;
             continue;
         }
-        i += 1 + option(&args[i..], &mut mounts, &mut setenv_argv0)?;
+        i += 1 + option(&args[i..], Some(i), &mut mounts, &mut setenv_argv0)?;
     }
 }
 
@@ -194,7 +197,7 @@ fn options_only(
                 "whose file holds more than options (a command)".into(),
             ));
         }
-        i += 1 + option(&words[i..], mounts, setenv_argv0)?;
+        i += 1 + option(&words[i..], None, mounts, setenv_argv0)?;
     }
     Ok(())
 }
@@ -203,6 +206,7 @@ fn options_only(
 /// values it took.
 fn option(
     words: &[OsString],
+    at: Option<usize>,
     mounts: &mut Vec<Mount>,
     setenv_argv0: &mut bool,
 ) -> Result<usize, Unwalked> {
@@ -231,6 +235,7 @@ fn option(
                 },
                 dest: values[n - 1].as_bytes().to_vec(),
                 optional,
+                at,
             });
         }
     }

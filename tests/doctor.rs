@@ -696,3 +696,99 @@ fn the_text_has_one_line_per_check_and_a_verdict() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(125));
 }
+
+/// `bwrapPath` in srt's settings (the shim, which keeps the placeholders
+/// of sessions sharing a folder) and `sandbox.bwrapPath` in Claude Code's
+/// managed settings: set, executable, a link named `bwrap` to this
+/// binary, outside every writable folder.
+#[test]
+fn the_bwrap_paths_of_both_clients_lead_to_the_shim() {
+    let h = fixture().helper.to_str().unwrap().to_string();
+    let dir = fixture().dir.to_str().unwrap().to_string();
+    let links = fixture().dir.join("doctor-links");
+    std::fs::create_dir_all(&links).unwrap();
+    let shim = links.join("bwrap");
+    let _ = std::os::unix::fs::symlink(&fixture().helper, &shim);
+    let work = fixture().dir.join("doctor-links-work");
+    std::fs::create_dir_all(&work).unwrap();
+    let inside = work.join("bwrap");
+    let _ = std::os::unix::fs::symlink(&fixture().helper, &inside);
+    let s = shim.display();
+    let cases: [(&str, String, &str, &str); 4] = [
+        (
+            "bwrap-unset",
+            format!(r#"{{"seccomp": {{"applyPath": "{h}"}}}}"#),
+            "warning",
+            "bwrapPath is not set",
+        ),
+        (
+            "bwrap-right",
+            format!(r#"{{"seccomp": {{"applyPath": "{h}"}}, "bwrapPath": "{s}"}}"#),
+            "ok",
+            "the shim, which keeps every session's placeholders",
+        ),
+        (
+            "bwrap-misnamed",
+            format!(r#"{{"seccomp": {{"applyPath": "{h}"}}, "bwrapPath": "{h}"}}"#),
+            "fail",
+            "is this binary, but not as `bwrap`",
+        ),
+        (
+            "bwrap-writable",
+            format!(
+                r#"{{"filesystem": {{"allowWrite": ["{dir}/doctor-links-work"]}},
+                    "seccomp": {{"applyPath": "{h}"}}, "bwrapPath": "{}"}}"#,
+                inside.display()
+            ),
+            "fail",
+            "a sandboxed command can replace the helper",
+        ),
+    ];
+    for (name, text, status, want) in cases {
+        let file = settings(&format!("srt-{name}.json"), &text);
+        let d = doctor(
+            Place::Host,
+            User::Unprivileged,
+            &[],
+            &["--srt-settings", file.to_str().unwrap()],
+        );
+        d.expect("srt bwrapPath", status, want);
+        assert_eq!(d.status_of("srt"), "ok", "{name}: {}", d.report);
+    }
+    // Claude Code's managed settings.
+    for (name, value, status, want) in [
+        (
+            "managed-right",
+            s.to_string(),
+            "ok",
+            "Claude Code runs the shim",
+        ),
+        ("managed-misnamed", h.clone(), "fail", "not as `bwrap`"),
+        (
+            "managed-missing",
+            format!("{dir}/no-such-bwrap"),
+            "fail",
+            "Claude Code finds no bubblewrap there",
+        ),
+    ] {
+        let file = settings(
+            &format!("claude-{name}.json"),
+            &format!(r#"{{"sandbox": {{"bwrapPath": "{value}"}}}}"#),
+        );
+        let d = doctor(
+            Place::Host,
+            User::Unprivileged,
+            &[(
+                "APPLY_SECCOMP_CLAUDE_MANAGED_SETTINGS",
+                file.to_str().unwrap(),
+            )],
+            &[],
+        );
+        d.expect("claude code", status, want);
+        assert!(
+            d.found("claude code").contains("sandbox.bwrapPath"),
+            "{name}: {}",
+            d.report
+        );
+    }
+}

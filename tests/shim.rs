@@ -9,7 +9,6 @@ use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use common::{NOBODY, fixture, is_root, probe_results, status_field, stderr, stdout};
 
@@ -41,12 +40,7 @@ fn users() -> Vec<Option<u32>> {
 
 /// A fresh work folder writable by `uid`, holding the stand-in helper.
 fn work(uid: Option<u32>) -> PathBuf {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let dir = fixture().dir.join(format!(
-        "shim-work-{}",
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_folder("shim-work");
     if let Some(u) = uid {
         std::os::unix::fs::chown(&dir, Some(u), Some(u)).unwrap();
     }

@@ -1,9 +1,8 @@
-//! The clients: srt's settings file (is `seccomp.applyPath` this helper,
-//! and out of every command's reach?) and Claude Code's `bwrap` on PATH (is
-//! it this binary, the shim, and what does it run?).
+//! srt's settings file: is `seccomp.applyPath` this helper, is
+//! `bwrapPath` the shim, and are both out of every command's reach? Claude
+//! Code's side is claude.rs.
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use super::Check;
@@ -13,7 +12,7 @@ use crate::shim;
 
 /// The home folder as srt (Node's `os.homedir()`) finds it: `$HOME`, else
 /// the passwd entry.
-fn home() -> Option<PathBuf> {
+pub(super) fn home() -> Option<PathBuf> {
     match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         Some(h) => Some(PathBuf::from(h)),
         None => nix::unistd::User::from_uid(nix::unistd::getuid())
@@ -72,8 +71,10 @@ fn lexical(p: &Path) -> PathBuf {
     out
 }
 
-/// The srt check: the settings file srt would read.
-pub fn srt(binary: &Path, given: Option<&OsStr>) -> Check {
+/// The srt checks: the settings file srt would read, its
+/// `seccomp.applyPath` (this helper) and its `bwrapPath` (the shim, which
+/// keeps the placeholders of sessions sharing a folder).
+pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
     const NAME: &str = "srt";
     let home = home();
     let set_it = |file: &Path| {
@@ -87,39 +88,39 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Check {
         (Some(f), _) => PathBuf::from(f),
         (None, Some(h)) => h.join(".srt-settings.json"),
         (None, None) => {
-            return Check::warn(
+            return vec![Check::warn(
                 NAME,
                 "no home folder (HOME unset, no passwd entry): srt's default settings file \
                  cannot be found",
                 "name the file srt reads with --srt-settings FILE",
-            );
+            )];
         }
     };
     let text = match settings::read(&file) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(Unread::Missing) if given.is_none() => {
-            return Check::warn(
+            return vec![Check::warn(
                 NAME,
                 format!(
                     "no settings file at {}: srt runs its bundled helper, not this one",
                     file.display()
                 ),
                 set_it(&file),
-            );
+            )];
         }
         Err(e) => {
-            return Check::fail(
+            return vec![Check::fail(
                 NAME,
                 format!("{}: {e}", file.display()),
                 "make it a regular file srt can read, with the settings as JSON (or name \
                  another with --srt-settings FILE)",
-            );
+            )];
         }
     };
     let settings = match json::parse(&text) {
         Ok(v @ Value::Object(_)) => v,
         Ok(other) => {
-            return Check::fail(
+            return vec![Check::fail(
                 NAME,
                 format!(
                     "{}: holds {}, not an object: srt refuses it",
@@ -127,78 +128,84 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Check {
                     other.kind()
                 ),
                 "make it a JSON object ({\"seccomp\": {\"applyPath\": ...}, ...})",
-            );
+            )];
         }
         Err(e) => {
-            return Check::fail(
+            return vec![Check::fail(
                 NAME,
                 format!("{}: not JSON ({e}): srt refuses it", file.display()),
                 "correct the JSON",
-            );
+            )];
         }
     };
+    let writable = writable_folders(&settings, home.as_deref());
     let apply = match settings.get("seccomp").and_then(|s| s.get("applyPath")) {
-        None => {
-            return Check::warn(
-                NAME,
-                format!(
-                    "{}: seccomp.applyPath is not set: srt runs its bundled helper, not this one",
-                    file.display()
-                ),
-                set_it(&file),
-            );
-        }
-        Some(Value::String(p)) => PathBuf::from(p),
-        Some(other) => {
-            return Check::fail(
-                NAME,
-                format!(
-                    "{}: seccomp.applyPath is {}, not a string",
-                    file.display(),
-                    other.kind()
-                ),
-                set_it(&file),
-            );
-        }
-    };
-    let at = format!("{}: seccomp.applyPath {}", file.display(), apply.display());
-    if !apply.is_absolute() {
-        return Check::fail(
+        None => Check::warn(
             NAME,
             format!(
-                "{at} is relative: it is looked up from each command's working folder, where a \
-                 command may put a file of its own"
+                "{}: seccomp.applyPath is not set: srt runs its bundled helper, not this one",
+                file.display()
             ),
             set_it(&file),
-        );
-    }
-    let meta = match std::fs::metadata(&apply) {
-        Ok(m) => m,
-        Err(e) => {
-            return Check::fail(
-                NAME,
-                format!(
-                    "{at}: {e}: srt silently falls back to its bundled helper when nothing is \
-                     there"
+        ),
+        Some(value) => match binary_at(
+            binary,
+            &file,
+            "seccomp.applyPath",
+            value,
+            &writable,
+            None,
+            "srt silently falls back to its bundled helper when nothing is there",
+        ) {
+            Ok(found) => Check::ok(NAME, found),
+            Err(wrong) => wrong.check(NAME, set_it(&file)),
+        },
+    };
+    const BWRAP: &str = "srt bwrapPath";
+    let link = "~/.local/bin/bwrap";
+    let set_bwrap = format!(
+        "mkdir -p ~/.local/bin && ln -sf {} {link}, and put \"bwrapPath\": \"{}\" in {}",
+        binary.display(),
+        home.as_deref().map_or_else(
+            || link.to_string(),
+            |h| h.join(".local/bin/bwrap").display().to_string()
+        ),
+        file.display()
+    );
+    let bwrap = match settings.get("bwrapPath") {
+        None => Check::warn(
+            BWRAP,
+            format!(
+                "{}: bwrapPath is not set: srt runs bubblewrap itself, and sessions sharing a \
+                 folder delete each other's placeholders (their commands fail)",
+                file.display()
+            ),
+            set_bwrap,
+        ),
+        Some(value) => {
+            match binary_at(
+                binary,
+                &file,
+                "bwrapPath",
+                value,
+                &writable,
+                Some("bwrap"),
+                "srt refuses to run a command without a bubblewrap there",
+            ) {
+                Ok(found) => Check::ok(
+                    BWRAP,
+                    format!("{found}: the shim, which keeps every session's placeholders"),
                 ),
-                set_it(&file),
-            );
+                Err(wrong) => wrong.check(BWRAP, set_bwrap),
+            }
         }
     };
-    if !meta.is_file() || nix::unistd::access(&apply, nix::unistd::AccessFlags::X_OK).is_err() {
-        return Check::fail(
-            NAME,
-            format!("{at} is not an executable file for this user"),
-            format!("chmod 0755 {} (or {})", apply.display(), set_it(&file)),
-        );
-    }
-    // Replaceable from inside: the file as named (its folder, links in it
-    // resolved) or the file it leads to, in or under a writable folder.
-    let named = apply
-        .parent()
-        .and_then(|d| std::fs::canonicalize(d).ok())
-        .map(|d| d.join(apply.file_name().unwrap_or_default()));
-    let target = std::fs::canonicalize(&apply).ok();
+    vec![apply, bwrap]
+}
+
+/// The folders a sandboxed command may write, by srt's settings: each
+/// `allowWrite` entry and srt's own writable folders, each with why.
+fn writable_folders(settings: &Value, home: Option<&Path>) -> Vec<(String, PathBuf)> {
     let mut writable: Vec<(String, PathBuf)> = Vec::new();
     if let Some(Value::Array(entries)) =
         settings.get("filesystem").and_then(|f| f.get("allowWrite"))
@@ -211,51 +218,145 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Check {
                     None => continue,
                 },
             };
-            if let Some(dir) = folder_of_entry(spelling, literal, home.as_deref()) {
+            if let Some(dir) = folder_of_entry(spelling, literal, home) {
                 writable.push((format!("allowWrite entry {spelling:?}"), dir));
             }
         }
     }
-    for dir in srt_own_writable(home.as_deref()) {
+    for dir in srt_own_writable(home) {
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         writable.push(("a folder srt makes writable for every command".into(), dir));
     }
-    for (why, dir) in &writable {
-        if [&named, &target]
+    writable
+}
+
+/// What is wrong with a binary a setting names.
+pub(super) struct Wrong {
+    pub found: String,
+    /// A failure; else a warning (another program).
+    pub fail: bool,
+    /// The fix; `None`: correct the setting.
+    pub fix: Option<String>,
+}
+
+impl Wrong {
+    fn fail(found: String, fix: Option<String>) -> Wrong {
+        Wrong {
+            found,
+            fail: true,
+            fix,
+        }
+    }
+
+    /// The check, with `set_it` as the fix where there is none of its own.
+    pub fn check(self, name: &'static str, set_it: String) -> Check {
+        let fix = self.fix.unwrap_or(set_it);
+        if self.fail {
+            Check::fail(name, self.found, fix)
+        } else {
+            Check::warn(name, self.found, fix)
+        }
+    }
+}
+
+/// Checks a settings value that names a binary srt runs (`key` in
+/// `file`): absolute, executable, out of every writable folder's reach
+/// (as named and as its links lead), this binary, and, with `named`, a
+/// link of that name (the shim answers to it); `when_missing` says what
+/// the client does when nothing is there. Ok: what was found. Err:
+/// what was found, whether it is a failure (else another program, a
+/// warning), and its fix (`None`: the setting itself).
+pub(super) fn binary_at(
+    binary: &Path,
+    file: &Path,
+    key: &str,
+    value: &Value,
+    writable: &[(String, PathBuf)],
+    named: Option<&str>,
+    when_missing: &str,
+) -> Result<String, Wrong> {
+    let Value::String(p) = value else {
+        return Err(Wrong::fail(
+            format!(
+                "{}: {key} is {}, not a string",
+                file.display(),
+                value.kind()
+            ),
+            None,
+        ));
+    };
+    let path = PathBuf::from(p);
+    let at = format!("{}: {key} {}", file.display(), path.display());
+    if !path.is_absolute() {
+        return Err(Wrong::fail(
+            format!(
+                "{at} is relative: it is looked up from each command's working folder, where \
+                 a command may put a file of its own"
+            ),
+            None,
+        ));
+    }
+    let meta = std::fs::metadata(&path)
+        .map_err(|e| Wrong::fail(format!("{at}: {e}: {when_missing}"), None))?;
+    if !meta.is_file() || nix::unistd::access(&path, nix::unistd::AccessFlags::X_OK).is_err() {
+        return Err(Wrong::fail(
+            format!("{at} is not an executable file for this user"),
+            Some(format!("chmod 0755 {}", path.display())),
+        ));
+    }
+    // Replaceable from inside: the file as named (its folder, links in it
+    // resolved) or the file it leads to, in or under a writable folder.
+    let as_named = path
+        .parent()
+        .and_then(|d| std::fs::canonicalize(d).ok())
+        .map(|d| d.join(path.file_name().unwrap_or_default()));
+    let target = std::fs::canonicalize(&path).ok();
+    for (why, dir) in writable {
+        if [&as_named, &target]
             .into_iter()
             .flatten()
             .any(|p| p.starts_with(dir))
         {
-            return Check::fail(
-                NAME,
+            return Err(Wrong::fail(
                 format!(
-                    "{at} is inside {} ({why}): a sandboxed command can replace the helper, \
-                     and the next command runs whatever it put there",
+                    "{at} is inside {} ({why}): a sandboxed command can replace the helper, and the \
+                     next command runs whatever it put there",
                     dir.display()
                 ),
-                format!(
+                Some(format!(
                     "install it outside every writable folder (e.g. sudo install -m 0755 {} \
-                     /usr/local/bin/apply-seccomp) and point applyPath there",
+                     /usr/local/bin/apply-seccomp) and point {key} there",
                     binary.display()
-                ),
-            );
+                )),
+            ));
         }
     }
-    if shim::is_ours(&apply, binary) {
-        return Check::ok(
-            NAME,
-            format!(
-                "{at} is this binary, executable, outside every allowWrite folder and srt's own \
-                 writable ones ({} folders checked)",
-                writable.len()
-            ),
-        );
+    if !shim::is_ours(&path, binary) {
+        return Err(Wrong {
+            found: format!("{at} is another helper: {}", which_helper(&path)),
+            fail: false,
+            fix: None,
+        });
     }
-    Check::warn(
-        NAME,
-        format!("{at} is another helper: {}", which_helper(&apply)),
-        set_it(&file),
-    )
+    if let Some(name) = named.filter(|n| path.file_name() != Some(OsStr::new(n))) {
+        return Err(Wrong::fail(
+            format!(
+                "{at} is this binary, but not as `{name}`: the shim answers to that name only \
+                 (under another it runs the helper)"
+            ),
+            Some(format!(
+                "ln -sf {} {}/{name}, and point {key} at the link",
+                binary.display(),
+                path.parent()
+                    .map_or_else(String::new, |d| d.display().to_string())
+            )),
+        ));
+    }
+    Ok(format!(
+        "{at} is this binary, executable, outside every allowWrite folder and srt's own \
+         writable ones ({} folders checked)",
+        writable.len()
+    ))
 }
 
 /// Names the helper at `p`: another build of this one answers the feature
@@ -273,117 +374,5 @@ fn which_helper(p: &Path) -> String {
             r.stdout.split_whitespace().collect::<Vec<_>>().join(" ")
         ),
         _ => "not this helper (it does not answer this helper's feature probe)".into(),
-    }
-}
-
-/// Whether `p` starts with `#!`: a wrapper script, not bubblewrap.
-fn is_script(p: &Path) -> bool {
-    let mut head = [0u8; 2];
-    std::fs::File::open(p)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| &head == b"#!")
-}
-
-/// The Claude Code check: the `bwrap` on PATH.
-pub fn shim(binary: &Path) -> Check {
-    const NAME: &str = "claude code";
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    let bwraps: Vec<PathBuf> = dirs
-        .iter()
-        .map(|d| d.join("bwrap"))
-        .filter(|c| shim::executable(c))
-        .collect();
-    let ours = bwraps.iter().position(|b| shim::is_ours(b, binary));
-    let put_it_there = || {
-        let first_dir = bwraps.first().and_then(|b| b.parent());
-        let home_bin = home().map(|h| h.join(".local/bin"));
-        let listed_before = home_bin.as_ref().is_some_and(|hb| {
-            dirs.iter()
-                .take_while(|d| Some(d.as_path()) != first_dir)
-                .any(|d| d == hb)
-        });
-        let link = format!(
-            "mkdir -p ~/.local/bin && ln -sf {} ~/.local/bin/bwrap",
-            binary.display()
-        );
-        if listed_before || first_dir.is_none() {
-            link
-        } else {
-            format!(
-                "{link}, and put ~/.local/bin before {} on the PATH Claude Code starts with",
-                first_dir
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default()
-            )
-        }
-    };
-    let Some(at) = ours else {
-        return Check::warn(
-            NAME,
-            match bwraps.first() {
-                Some(first) => format!(
-                    "the first bwrap on PATH is {}, not this binary: Claude Code runs its own \
-                     embedded helper (no defence against the EINVAL race)",
-                    first.display()
-                ),
-                None => "no bwrap on PATH at all".into(),
-            },
-            put_it_there(),
-        );
-    };
-    let before = &bwraps[..at];
-    if let Some(real) = before.iter().find(|b| !is_script(b)) {
-        return Check::warn(
-            NAME,
-            format!(
-                "this binary is on PATH as {}, but {} comes first and is not a wrapper script: \
-                 Claude Code runs that one and its embedded helper",
-                bwraps[at].display(),
-                real.display()
-            ),
-            put_it_there(),
-        );
-    }
-    // After the shim: wrappers (scripts) until a real bubblewrap, by the
-    // shim's own rule.
-    let configured = std::env::var_os("APPLY_SECCOMP_BWRAP");
-    let mut visited = Vec::new();
-    let mut after = Vec::new();
-    let real = loop {
-        match shim::find_real_bwrap(binary, configured.as_deref(), Some(&path), &visited) {
-            Ok(c) if is_script(&c) && after.len() < shim::MAX_HOPS => {
-                visited.extend(shim::identity(&c));
-                after.push(c.display().to_string());
-            }
-            Ok(c) => break Ok(c),
-            Err(e) => break Err(e),
-        }
-    };
-    let through = |list: &[String]| match list.len() {
-        0 => "no wrapper".to_string(),
-        n => format!("{n} wrapper(s): {}", list.join(", ")),
-    };
-    let wrappers_before: Vec<String> = before.iter().map(|b| b.display().to_string()).collect();
-    match real {
-        Ok(real) => Check::ok(
-            NAME,
-            format!(
-                "the bwrap Claude Code finds on PATH leads to this binary, {} (the shim), \
-                 through {}; the shim runs the real bubblewrap {} through {}",
-                bwraps[at].display(),
-                through(&wrappers_before),
-                real.display(),
-                through(&after)
-            ),
-        ),
-        Err(e) => Check::fail(
-            NAME,
-            format!(
-                "this binary is the shim on PATH ({}), but it cannot run a real bubblewrap: {e}",
-                bwraps[at].display()
-            ),
-            "install bubblewrap, or set APPLY_SECCOMP_BWRAP to it",
-        ),
     }
 }

@@ -17,10 +17,13 @@
 //!   Landlock.
 //! - sandbox.rs: the helper's entry and a run of it, on the host and under
 //!   bubblewrap.
-//! - clients.rs: srt's settings file, and the `bwrap` shim for Claude Code.
+//! - clients.rs: srt's settings file (`seccomp.applyPath`, `bwrapPath`).
+//! - claude.rs: Claude Code's `bwrap` (managed settings, or PATH), and the
+//!   shim's placeholders left in the current folder.
 
 mod bounded;
 mod child;
+mod claude;
 mod clients;
 mod machine;
 mod sandbox;
@@ -246,8 +249,9 @@ pub fn run(cfg: &Config) -> Report {
     checks.push(bwrap_found);
     checks.extend(bwrap_run);
     let way = bwrap_way.unwrap_or(way);
-    checks.push(clients::srt(&binary, cfg.srt_settings.as_deref()));
-    checks.push(clients::shim(&binary));
+    checks.extend(clients::srt(&binary, cfg.srt_settings.as_deref()));
+    checks.push(claude::claude_code(&binary));
+    checks.push(claude::leftovers());
     Report {
         binary,
         checks,

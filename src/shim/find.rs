@@ -8,19 +8,20 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
+/// The device and inode of the file at `p` (followed through links), and
+/// whether it is an executable file.
+fn stat(p: &Path) -> Option<((u64, u64), bool)> {
+    std::fs::metadata(p)
+        .ok()
+        .map(|m| ((m.dev(), m.ino()), m.is_file() && m.mode() & 0o111 != 0))
 }
 
 pub fn is_ours(candidate: &Path, ours: &Path) -> bool {
-    same_file(candidate, ours) || std::fs::canonicalize(candidate).ok().as_deref() == Some(ours)
+    matches!((stat(candidate), stat(ours)), (Some((a, _)), Some((b, _))) if a == b)
 }
 
 pub fn executable(p: &Path) -> bool {
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
+    stat(p).is_some_and(|(_, x)| x)
 }
 
 /// The variable the shim sets for what it runs: the bubblewraps (or
@@ -70,22 +71,24 @@ pub fn find_real_bwrap(
     path: Option<&OsStr>,
     visited: &[String],
 ) -> Result<PathBuf, String> {
-    let seen = |p: &Path| identity(p).is_some_and(|id| visited.contains(&id));
+    let ours_id = stat(ours).map(|(id, _)| id);
+    let id_text = |id: (u64, u64)| format!("{}:{}", id.0, id.1);
     if let Some(c) = configured {
         let c = PathBuf::from(c);
-        if is_ours(&c, ours) {
+        let st = stat(&c);
+        if st.is_some_and(|(id, _)| Some(id) == ours_id) {
             return Err(format!(
                 "APPLY_SECCOMP_BWRAP={} is this shim itself",
                 c.display()
             ));
         }
-        if !executable(&c) {
+        let Some((id, true)) = st else {
             return Err(format!(
                 "APPLY_SECCOMP_BWRAP={} is not an executable file",
                 c.display()
             ));
-        }
-        if seen(&c) {
+        };
+        if visited.contains(&id_text(id)) {
             return Err(format!(
                 "a loop: APPLY_SECCOMP_BWRAP={} ran this shim again; it must name the real \
                  bubblewrap",
@@ -97,22 +100,31 @@ pub fn find_real_bwrap(
     let dirs = path
         .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
         .unwrap_or_default();
+    // One stat for each candidate: what it is, and whether it is this one.
+    let found: Vec<Option<((u64, u64), bool)>> =
+        dirs.iter().map(|d| stat(&d.join("bwrap"))).collect();
     // The folder the shim was found in: the first whose bwrap is this
     // binary (a caller searching PATH found that one).
-    let found_in = dirs.iter().position(|d| is_ours(&d.join("bwrap"), ours));
-    let own_dir = found_in.and_then(|i| identity(&dirs[i]));
+    let found_in = found
+        .iter()
+        .position(|f| f.is_some_and(|(id, _)| Some(id) == ours_id));
+    let own_dir = found_in.and_then(|i| stat(&dirs[i]).map(|(id, _)| id));
     let after = found_in.map_or(0, |i| i + 1);
     let mut passed = Vec::new();
-    for candidate in dirs[after.min(dirs.len())..]
-        .iter()
-        .filter(|d| own_dir.is_none() || identity(d) != own_dir)
-        .map(|d| d.join("bwrap"))
-        .chain([PathBuf::from("/usr/bin/bwrap")])
-    {
-        if !executable(&candidate) || is_ours(&candidate, ours) {
+    let candidates = (after..dirs.len())
+        .filter(|&i| own_dir.is_none() || stat(&dirs[i]).map(|(id, _)| id) != own_dir)
+        .map(|i| (dirs[i].join("bwrap"), found[i]))
+        .chain(std::iter::once_with(|| {
+            let p = PathBuf::from("/usr/bin/bwrap");
+            let st = stat(&p);
+            (p, st)
+        }));
+    for (candidate, st) in candidates {
+        let Some((id, true)) = st else { continue };
+        if Some(id) == ours_id {
             continue;
         }
-        if seen(&candidate) {
+        if visited.contains(&id_text(id)) {
             passed.push(candidate.display().to_string());
             continue;
         }

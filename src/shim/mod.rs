@@ -21,6 +21,7 @@ use crate::bwrap_args::{self, ReadArgs, Unwalked};
 use crate::sys;
 
 mod find;
+pub mod keep;
 mod log;
 pub mod run;
 

@@ -6,6 +6,7 @@
 
 use std::ffi::OsString;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 
 use crate::error::{self, Error};
 use crate::{cli, debug, shim, sys};
@@ -17,7 +18,9 @@ pub fn run(args: &[OsString]) -> i32 {
         eprintln!("apply-seccomp: bwrap shim: {what}");
         error::EXIT_SETUP
     };
-    let ours = match std::env::current_exe().and_then(std::fs::canonicalize) {
+    // The kernel's link names the file itself, every link on the way
+    // resolved.
+    let ours = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => return fail(format!("cannot find this binary: {}", error::strerror(&e))),
     };
@@ -100,29 +103,54 @@ pub fn run(args: &[OsString]) -> i32 {
         .iter()
         .filter_map(|f| f.fd.to_str()?.parse().ok())
         .collect();
-    if !fds.is_empty() {
-        // The `--args` words go on bubblewrap's line, where the mount guard
-        // reads what protects the sandbox; the fds, which bubblewrap would
-        // have read and closed, close on exec. Too long for exec: as given.
-        if fds.iter().all(|&fd| sys::set_cloexec(fd, true).is_ok()) {
-            let err = exec_bwrap(&line(&shim::inline_args(
-                &rewrite.args,
-                &rewrite.args_files,
-            )));
-            if err.raw_os_error() != Some(libc::E2BIG) {
-                return exec_failed(&real, err);
-            }
-            debug(debug_on, || {
-                "bwrap shim: the --args words do not fit on bubblewrap's line (E2BIG): \
-                 --args kept, and the mount guard will be off"
-                    .into()
-            });
-        }
+    // The `--args` words go on bubblewrap's line, where the mount guard
+    // reads what protects the sandbox; the fds, which bubblewrap would have
+    // read and closed, close on exec. Too long for exec: as given.
+    let inlined = (!fds.is_empty() && fds.iter().all(|&fd| sys::set_cloexec(fd, true).is_ok()))
+        .then(|| line(&shim::inline_args(&rewrite.args, &rewrite.args_files)));
+    let mut lines: Vec<Vec<OsString>> = inlined.into_iter().collect();
+    lines.push(line(&rewrite.args));
+    let reopen = || {
+        debug(debug_on, || {
+            "bwrap shim: the --args words do not fit on bubblewrap's line (E2BIG): --args \
+             kept, and the mount guard will be off"
+                .into()
+        });
         for &fd in &fds {
             let _ = sys::set_cloexec(fd, false);
         }
+    };
+    // The placeholders the line asks for, made and held for the run by a
+    // process of their own (keep/). Read from the line that runs: the
+    // inlined one, or the plain one when there are no `--args` (a line
+    // too long for exec, its mounts in an `--args` file, still has them
+    // made and held, though not its self-binds turned to the empty form).
+    // Writable folders as the line names them: the clients name real paths.
+    let writable: Vec<std::path::PathBuf> = rewrite
+        .writable
+        .iter()
+        .flatten()
+        .map(|s| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(s)))
+        .collect();
+    match shim::keep::Keeper::keep(&mut lines[0][1..], &writable) {
+        Ok(keeper) => {
+            debug(debug_on, || format!("bwrap shim: {}", keeper.note));
+            if let Err(why) = keeper.detach() {
+                debug(debug_on, || {
+                    format!("bwrap shim: placeholders not released after the run: {why}")
+                });
+            }
+        }
+        Err(why) => debug(debug_on, || format!("bwrap shim: {why}")),
     }
-    let err = exec_bwrap(&line(&rewrite.args));
+    if lines.len() > 1 {
+        let err = exec_bwrap(&lines[0]);
+        if err.raw_os_error() != Some(libc::E2BIG) {
+            return exec_failed(&real, err);
+        }
+        reopen();
+    }
+    let err = exec_bwrap(&lines[lines.len() - 1]);
     exec_failed(&real, err)
 }
 

@@ -11,7 +11,8 @@
 //! the plain calls), `spawn` (clone on a borrowed stack, fork, `_exit`),
 //! `exec` (exec and the PATH search), `seccomp` (filters, listener,
 //! notifications, fd passing, another process's memory), `signals`
-//! (masks, waiting, reaping, process groups and the terminal). This file:
+//! (masks, waiting, reaping, process groups and the terminal), `files`
+//! (the shim's locks, renames and closing). This file:
 //! the C `main`, the environment, and small fd helpers.
 #![allow(unsafe_code)]
 
@@ -22,12 +23,14 @@ use std::os::fd::RawFd;
 use nix::errno::Errno;
 
 mod exec;
+mod files;
 mod raw;
 mod seccomp;
 mod signals;
 mod spawn;
 
 pub use exec::*;
+pub use files::*;
 pub use raw::*;
 pub use seccomp::*;
 pub use signals::*;

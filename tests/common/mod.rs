@@ -383,3 +383,47 @@ pub fn multicall_script(package: &Path) -> String {
         srt_index(package).display()
     )
 }
+
+/// What client runs sharing a folder came to (tests/guard.rs, tests/keep.rs).
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub runs: u32,
+    /// bubblewrap failed before the helper started (the clients' own race:
+    /// `Can't find source path`, `Can't get type of source`, `Unable to
+    /// remount destination`).
+    pub setup_failures: u32,
+    /// Stopped by the mount guard, before or during the command.
+    pub guard_stops: u32,
+    /// Denied paths a command wrote.
+    pub writes: u32,
+    /// Writes to `.claude/settings.json` through srt's own covered mount
+    /// (tests/guard.rs says why).
+    pub covered_writes: u32,
+    pub other_failures: Vec<String>,
+}
+
+impl Tally {
+    /// Counts one run, which wrote `writes` denied paths.
+    pub fn add(&mut self, out: &Output, writes: u32) {
+        let err = String::from_utf8_lossy(&out.stderr);
+        self.runs += 1;
+        self.writes += writes;
+        if err.contains("apply-seccomp: mount guard: ") {
+            self.guard_stops += 1;
+        } else if err.contains("bwrap: ") {
+            self.setup_failures += 1;
+        } else if out.status.code() != Some(0) {
+            self.other_failures.push(format!("{:?}: {err}", out.status));
+        }
+    }
+}
+
+/// A fresh, empty folder under the fixture's, `name` and a number (the
+/// tests of one binary run in parallel).
+pub fn fresh_folder(name: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = fixture().dir.join(format!("{name}-{n}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

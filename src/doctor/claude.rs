@@ -1,0 +1,215 @@
+//! Claude Code's side: the `bwrap` it runs, named in its managed settings
+//! (`sandbox.bwrapPath`, the only place it takes one from) or found first
+//! on `PATH`: is it this binary, the shim, and what does the shim run? And
+//! the shim's placeholders left in the current folder.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::Check;
+use super::clients::{binary_at, home};
+use crate::json;
+use crate::settings;
+use crate::shim;
+
+/// Claude Code's managed settings file (`APPLY_SECCOMP_CLAUDE_MANAGED_SETTINGS`
+/// names another).
+pub fn managed_settings_file() -> PathBuf {
+    std::env::var_os("APPLY_SECCOMP_CLAUDE_MANAGED_SETTINGS")
+        .filter(|v| !v.is_empty())
+        .map_or_else(
+            || PathBuf::from("/etc/claude-code/managed-settings.json"),
+            PathBuf::from,
+        )
+}
+
+/// The Claude Code check: `sandbox.bwrapPath` in the managed settings if
+/// set there, else the `bwrap` on PATH.
+pub fn claude_code(binary: &Path) -> Check {
+    const NAME: &str = "claude code";
+    let file = managed_settings_file();
+    let Ok(text) = settings::read(&file) else {
+        return shim(binary);
+    };
+    let Ok(parsed) = json::parse(&String::from_utf8_lossy(&text)) else {
+        return Check::fail(
+            NAME,
+            format!("{}: not JSON: Claude Code refuses it", file.display()),
+            "correct the JSON",
+        );
+    };
+    let Some(value) = parsed.get("sandbox").and_then(|s| s.get("bwrapPath")) else {
+        return shim(binary);
+    };
+    match binary_at(
+        binary,
+        &file,
+        "sandbox.bwrapPath",
+        value,
+        &[],
+        Some("bwrap"),
+        "Claude Code finds no bubblewrap there",
+    ) {
+        Ok(found) => Check::ok(
+            NAME,
+            format!(
+                "{found}: Claude Code runs the shim, which runs the real bubblewrap {}",
+                shim::find_real_bwrap(binary, None, std::env::var_os("PATH").as_deref(), &[])
+                    .map_or_else(
+                        |e| format!("(none found: {e})"),
+                        |p| p.display().to_string()
+                    )
+            ),
+        ),
+        Err(wrong) => wrong.check(
+            NAME,
+            format!(
+                "point sandbox.bwrapPath in {} at a link named bwrap to {}",
+                file.display(),
+                binary.display()
+            ),
+        ),
+    }
+}
+
+/// The shim's placeholders in the current folder that no run holds: left
+/// by a run killed before it could remove them; the next run there
+/// removes them.
+pub fn leftovers() -> Check {
+    const NAME: &str = "placeholders";
+    let Ok(here) = std::env::current_dir() else {
+        return Check::ok(NAME, "no current folder to look in");
+    };
+    let left = shim::keep::leftovers(&here);
+    if left.is_empty() {
+        return Check::ok(
+            NAME,
+            format!("no placeholder of the shim's left in {}", here.display()),
+        );
+    }
+    let names: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();
+    Check::warn(
+        NAME,
+        format!(
+            "{} placeholder(s) of the shim's in {} that no run holds: {}",
+            left.len(),
+            here.display(),
+            names.join(", ")
+        ),
+        "run any sandboxed command here through the shim, which removes them; or remove \
+         them by hand (a file holds only the shim's one comment line, a folder only its \
+         .apply-seccomp-placeholder file)",
+    )
+}
+
+/// Whether `p` starts with `#!`: a wrapper script, not bubblewrap.
+fn is_script(p: &Path) -> bool {
+    let mut head = [0u8; 2];
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"#!")
+}
+
+/// The Claude Code check: the `bwrap` on PATH.
+fn shim(binary: &Path) -> Check {
+    const NAME: &str = "claude code";
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    let bwraps: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.join("bwrap"))
+        .filter(|c| shim::executable(c))
+        .collect();
+    let ours = bwraps.iter().position(|b| shim::is_ours(b, binary));
+    let put_it_there = || {
+        let first_dir = bwraps.first().and_then(|b| b.parent());
+        let home_bin = home().map(|h| h.join(".local/bin"));
+        let listed_before = home_bin.as_ref().is_some_and(|hb| {
+            dirs.iter()
+                .take_while(|d| Some(d.as_path()) != first_dir)
+                .any(|d| d == hb)
+        });
+        let link = format!(
+            "mkdir -p ~/.local/bin && ln -sf {} ~/.local/bin/bwrap",
+            binary.display()
+        );
+        if listed_before || first_dir.is_none() {
+            link
+        } else {
+            format!(
+                "{link}, and put ~/.local/bin before {} on the PATH Claude Code starts with",
+                first_dir
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default()
+            )
+        }
+    };
+    let Some(at) = ours else {
+        return Check::warn(
+            NAME,
+            match bwraps.first() {
+                Some(first) => format!(
+                    "the first bwrap on PATH is {}, not this binary: Claude Code runs its own \
+                     embedded helper (no defence against the EINVAL race)",
+                    first.display()
+                ),
+                None => "no bwrap on PATH at all".into(),
+            },
+            put_it_there(),
+        );
+    };
+    let before = &bwraps[..at];
+    if let Some(real) = before.iter().find(|b| !is_script(b)) {
+        return Check::warn(
+            NAME,
+            format!(
+                "this binary is on PATH as {}, but {} comes first and is not a wrapper script: \
+                 Claude Code runs that one and its embedded helper",
+                bwraps[at].display(),
+                real.display()
+            ),
+            put_it_there(),
+        );
+    }
+    // After the shim: wrappers (scripts) until a real bubblewrap, by the
+    // shim's own rule.
+    let configured = std::env::var_os("APPLY_SECCOMP_BWRAP");
+    let mut visited = Vec::new();
+    let mut after = Vec::new();
+    let real = loop {
+        match shim::find_real_bwrap(binary, configured.as_deref(), Some(&path), &visited) {
+            Ok(c) if is_script(&c) && after.len() < shim::MAX_HOPS => {
+                visited.extend(shim::identity(&c));
+                after.push(c.display().to_string());
+            }
+            Ok(c) => break Ok(c),
+            Err(e) => break Err(e),
+        }
+    };
+    let through = |list: &[String]| match list.len() {
+        0 => "no wrapper".to_string(),
+        n => format!("{n} wrapper(s): {}", list.join(", ")),
+    };
+    let wrappers_before: Vec<String> = before.iter().map(|b| b.display().to_string()).collect();
+    match real {
+        Ok(real) => Check::ok(
+            NAME,
+            format!(
+                "the bwrap Claude Code finds on PATH leads to this binary, {} (the shim), \
+                 through {}; the shim runs the real bubblewrap {} through {}",
+                bwraps[at].display(),
+                through(&wrappers_before),
+                real.display(),
+                through(&after)
+            ),
+        ),
+        Err(e) => Check::fail(
+            NAME,
+            format!(
+                "this binary is the shim on PATH ({}), but it cannot run a real bubblewrap: {e}",
+                bwraps[at].display()
+            ),
+            "install bubblewrap, or set APPLY_SECCOMP_BWRAP to it",
+        ),
+    }
+}

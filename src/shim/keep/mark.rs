@@ -1,0 +1,317 @@
+//! One placeholder on the host: made already holding its mark, told from
+//! a user's file by that mark, held with a `flock` on its own inode, and
+//! removed only while it holds nothing else.
+//!
+//! The mark: a file holds one line, [`FILE_MARK`], a comment saying what
+//! it is; a folder holds one entry, `.apply-seccomp-placeholder`, a file
+//! saying the same. Either is made under a passing name and renamed once
+//! marked, so no moment shows the 0-byte file or empty folder the clients
+//! delete, and a shim killed midway leaves only the passing name, which
+//! the next one to make that place removes.
+//!
+//! What a run's holder does at the end ([`shape`], [`remove`]) runs in
+//! the shim's memory (hold.rs): system calls through `sys` only, no
+//! allocation.
+
+use std::ffi::{CStr, CString, OsStr};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+
+use nix::errno::Errno;
+
+use crate::sys;
+
+/// What a placeholder is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A file on the host, `/dev/null` bound on it.
+    File,
+    /// A folder on the host, an empty folder bound on it.
+    Dir,
+}
+
+/// A held file placeholder's content: not the 0-byte file the clients
+/// delete; a comment to every reader of those names on the host that
+/// takes comments (shell start-up files, git and ripgrep configuration),
+/// and no more JSON to the JSON settings than the empty file was; and a
+/// line no one's own file holds alone by chance. (The command sees
+/// `/dev/null` there.)
+pub const FILE_MARK: &[u8] = b"# A placeholder: apply-seccomp's bwrap shim keeps it here while a \
+sandboxed command protects this path, and removes it when none does.\n";
+/// The one entry of a held folder placeholder, and what it says to a
+/// person who finds it.
+pub const DIR_MARK: &CStr = c".apply-seccomp-placeholder";
+const DIR_MARK_TEXT: &[u8] =
+    b"This folder is a placeholder: a sandbox (apply-seccomp's bwrap shim) \
+keeps it here while a sandboxed command protects this path, and removes it when none does.\n";
+
+/// A file's device and inode.
+pub type Id = (u64, u64);
+
+fn identity(st: &libc::stat) -> Id {
+    (st.st_dev, st.st_ino)
+}
+
+fn kind_of(st: &libc::stat) -> u32 {
+    st.st_mode & libc::S_IFMT
+}
+
+/// A placeholder, open (its descriptor holds the lock).
+pub struct Held {
+    pub kind: Kind,
+    pub fd: OwnedFd,
+    pub id: Id,
+}
+
+/// The folder `name` in `dir`, opened, not through a link.
+fn open_folder(dir: RawFd, name: &CStr) -> Result<OwnedFd, Errno> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    sys::open_at(dir, name, flags, 0).map(sys::owned)
+}
+
+fn cstring(name: &OsStr) -> Result<CString, Errno> {
+    CString::new(name.as_bytes()).map_err(|_| Errno::EINVAL)
+}
+
+/// Writes all of `bytes` to `fd`.
+fn write_all(fd: RawFd, bytes: &[u8]) -> Result<(), Errno> {
+    match sys::raw_write(fd, bytes)? {
+        n if n == bytes.len() => Ok(()),
+        _ => Err(Errno::EIO),
+    }
+}
+
+/// This user's passing name for `name` (`.NAME.apply-seccomp-UID`).
+pub fn passing_name(name: &OsStr) -> Result<CString, Errno> {
+    let mut passing = b".".to_vec();
+    passing.extend_from_slice(name.as_bytes());
+    passing.extend_from_slice(format!(".apply-seccomp-{}", nix::unistd::geteuid()).as_bytes());
+    CString::new(passing).map_err(|_| Errno::EINVAL)
+}
+
+/// Removes what a shim killed midway left at the passing name `passing`:
+/// a file empty or holding only its mark, a folder holding only its mark. With the per-user lock held
+/// no other shim of the user's is using the name. Allocates nothing (the
+/// holder calls it).
+pub fn clear_passing(dir: RawFd, passing: &CStr) {
+    let Ok(st) = sys::stat_at(dir, passing) else {
+        return;
+    };
+    let empty = kind_of(&st) == libc::S_IFREG && st.st_size == 0;
+    if empty || marked_file(dir, passing, &st).map(sys::raw_close).is_ok() {
+        let _ = sys::unlink_at(dir, passing, 0);
+    } else if kind_of(&st) == libc::S_IFDIR {
+        if let Ok(stale) = open_folder(dir, passing) {
+            let _ = sys::unlink_at(stale.as_raw_fd(), DIR_MARK, 0);
+        }
+        let _ = sys::unlink_at(dir, passing, libc::AT_REMOVEDIR);
+    }
+}
+
+/// Makes the placeholder `name` in `dir`, already marked. `EEXIST`:
+/// something is there.
+pub fn make(dir: RawFd, name: &OsStr, kind: Kind) -> Result<Held, Errno> {
+    let cname = cstring(name)?;
+    let passing = passing_name(name)?;
+    let made = |passing: &CStr| match kind {
+        Kind::File => {
+            let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+            sys::open_at(dir, passing, flags, 0o644).map(sys::owned)
+        }
+        Kind::Dir => {
+            sys::mkdir_at(dir, passing, 0o755)?;
+            open_folder(dir, passing)
+        }
+    };
+    let fd = match made(&passing) {
+        Err(Errno::EEXIST) => {
+            clear_passing(dir, &passing);
+            made(&passing)?
+        }
+        other => other?,
+    };
+    let marked = match kind {
+        Kind::File => write_all(fd.as_raw_fd(), FILE_MARK),
+        Kind::Dir => put_dir_mark(fd.as_raw_fd()),
+    };
+    let named = marked.and_then(|()| sys::rename_noreplace(dir, &passing, &cname));
+    let id = named.and_then(|()| sys::stat_fd(fd.as_raw_fd()).map(|st| identity(&st)));
+    match id {
+        Ok(id) => Ok(Held { kind, fd, id }),
+        Err(e) => {
+            clear_passing(dir, &passing);
+            Err(e)
+        }
+    }
+}
+
+/// Writes the folder mark into the folder open on `folder`. Allocates
+/// nothing.
+fn put_dir_mark(folder: RawFd) -> Result<(), Errno> {
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+    let mark = sys::open_at(folder, DIR_MARK, flags, 0o644)?;
+    let written = write_all(mark, DIR_MARK_TEXT);
+    sys::raw_close(mark);
+    written
+}
+
+/// The placeholder of the shim's at `name` in `dir`, opened, if that is
+/// what is there (a file: holding only its mark; a folder: its mark in
+/// it); else `EEXIST`.
+pub fn adopt(dir: RawFd, name: &OsStr) -> Result<Held, Errno> {
+    let cname = cstring(name)?;
+    adopt_found(dir, &cname, &sys::stat_at(dir, &cname)?)
+}
+
+/// [`adopt`], with what is there already looked at (`st`).
+pub fn adopt_found(dir: RawFd, name: &CStr, st: &libc::stat) -> Result<Held, Errno> {
+    match kind_of(st) {
+        libc::S_IFREG => {
+            let fd = marked_file(dir, name, st)?;
+            Ok(Held {
+                kind: Kind::File,
+                fd: sys::owned(fd),
+                id: identity(st),
+            })
+        }
+        libc::S_IFDIR => {
+            let fd = open_folder(dir, name)?;
+            let marked =
+                sys::stat_at(fd.as_raw_fd(), DIR_MARK).is_ok_and(|m| kind_of(&m) == libc::S_IFREG);
+            if !marked || identity(&sys::stat_fd(fd.as_raw_fd())?) != identity(st) {
+                return Err(Errno::EEXIST);
+            }
+            Ok(Held {
+                kind: Kind::Dir,
+                id: identity(st),
+                fd,
+            })
+        }
+        _ => Err(Errno::EEXIST),
+    }
+}
+
+/// The file `name` in `dir` (which `st` describes), opened read-only, if it
+/// is a file placeholder of the shim's: only its mark, the same inode. Else `EEXIST`. Allocates nothing (the holder calls it).
+fn marked_file(dir: RawFd, name: &CStr, st: &libc::stat) -> Result<RawFd, Errno> {
+    if kind_of(st) != libc::S_IFREG || st.st_size != FILE_MARK.len() as i64 {
+        return Err(Errno::EEXIST);
+    }
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+    let fd = sys::open_at(dir, name, flags, 0)?;
+    let mut head = [0u8; FILE_MARK.len() + 1];
+    let ours = sys::pread(fd, &mut head, 0).is_ok_and(|n| &head[..n] == FILE_MARK)
+        && sys::stat_fd(fd).is_ok_and(|now| identity(&now) == identity(st));
+    if !ours {
+        sys::raw_close(fd);
+        return Err(Errno::EEXIST);
+    }
+    Ok(fd)
+}
+
+/// What a held placeholder is now, once no run holds it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Only its mark: it can go.
+    Only,
+    /// A folder with its mark and other placeholders in it (the shim's, or
+    /// bubblewrap's empty mount points, which their clients remove): it
+    /// goes once they are gone.
+    Holding,
+    /// Not what the shim made any more (gone, replaced, written into).
+    NotOurs,
+}
+
+/// Whether `name` in the folder `dir` is a placeholder: the shim's (a
+/// marked file or folder) or an empty one of bubblewrap's. Allocates
+/// nothing.
+fn placeholder_in(dir: RawFd, name: &CStr) -> bool {
+    let Ok(st) = sys::stat_at(dir, name) else {
+        return false;
+    };
+    match kind_of(&st) {
+        libc::S_IFREG if st.st_size == 0 => true,
+        libc::S_IFREG => marked_file(dir, name, &st).map(sys::raw_close).is_ok(),
+        libc::S_IFDIR => {
+            let Ok(inner) = sys::open_at(
+                dir,
+                name,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+                0,
+            ) else {
+                return false;
+            };
+            let mut count = 0;
+            let mut marked = false;
+            let mut buf = [0u8; 1024];
+            let read = sys::each_name(inner, &mut buf, |n| {
+                count += 1;
+                marked |= n == DIR_MARK;
+                count <= 3
+            });
+            sys::raw_close(inner);
+            read.is_ok() && (count <= 2 || marked)
+        }
+        _ => false,
+    }
+}
+
+/// The shape of the placeholder held on `fd` (of `kind`, inode `id`),
+/// still at `name` in `dir`. Allocates nothing.
+pub fn shape(dir: RawFd, name: &CStr, kind: Kind, fd: RawFd, id: Id) -> Shape {
+    let Ok(st) = sys::stat_at(dir, name) else {
+        return Shape::NotOurs;
+    };
+    if identity(&st) != id {
+        return Shape::NotOurs;
+    }
+    match kind {
+        Kind::File => {
+            let mut head = [0u8; FILE_MARK.len() + 1];
+            match sys::pread(fd, &mut head, 0) {
+                Ok(n) if &head[..n] == FILE_MARK && st.st_size == FILE_MARK.len() as i64 => {
+                    Shape::Only
+                }
+                _ => Shape::NotOurs,
+            }
+        }
+        Kind::Dir => {
+            let (mut marked, mut others, mut foreign) = (false, false, false);
+            let mut buf = [0u8; 2048];
+            let read = sys::each_name(fd, &mut buf, |n| {
+                match n.to_bytes() {
+                    b"." | b".." => {}
+                    _ if n == DIR_MARK => marked = true,
+                    // Another placeholder in it; anything else is someone's.
+                    _ if placeholder_in(fd, n) => others = true,
+                    _ => foreign = true,
+                }
+                !foreign
+            });
+            match (read.is_ok() && !foreign, marked, others) {
+                (true, true, false) => Shape::Only,
+                (true, true, true) => Shape::Holding,
+                _ => Shape::NotOurs,
+            }
+        }
+    }
+}
+
+/// Removes the placeholder held on `fd` from `name` in `dir` (a folder:
+/// its mark, then it); false when a folder could not go (something came
+/// into it meanwhile: its mark is put back). Allocates nothing.
+pub fn remove(dir: RawFd, name: &CStr, kind: Kind, fd: RawFd) -> bool {
+    match kind {
+        Kind::File => sys::unlink_at(dir, name, 0).is_ok(),
+        Kind::Dir => {
+            let _ = sys::unlink_at(fd, DIR_MARK, 0);
+            match sys::unlink_at(dir, name, libc::AT_REMOVEDIR) {
+                Ok(()) | Err(Errno::ENOENT) => true,
+                Err(_) => {
+                    let _ = put_dir_mark(fd);
+                    false
+                }
+            }
+        }
+    }
+}

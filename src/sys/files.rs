@@ -1,0 +1,281 @@
+//! The file calls of the bwrap shim's placeholder keeper (shim/keep/),
+//! made with the raw instruction (raw.rs): the keeper's holder runs in
+//! the shim's memory while the shim goes on to exec bubblewrap
+//! ([`super::spawn_shared`]), so it may not touch libc's errno nor
+//! allocate, and the shim makes the same calls through the same wrappers.
+//! `flock`, `renameat2(RENAME_NOREPLACE)`; `stat`, `open`, `mkdir` and
+//! `unlink` relative to a folder; reading a folder's names into a buffer;
+//! closing every descriptor but some; `pidfd_open`, `setsid`, waiting for
+//! a descriptor. Never called by the helper's own processes.
+
+use std::ffi::CStr;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+use nix::errno::Errno;
+
+use super::raw::{numeric, raw_result, syscall6};
+
+/// `flock(fd, op)`: `LOCK_SH`, `LOCK_EX`, `LOCK_UN`, with `LOCK_NB` or not.
+/// A blocking lock interrupted by a signal is taken again.
+pub fn flock(fd: RawFd, op: libc::c_int) -> Result<(), Errno> {
+    loop {
+        match numeric(libc::SYS_flock, [fd as usize, op as usize, 0, 0, 0, 0]) {
+            Err(Errno::EINTR) => {}
+            other => return other.map(drop),
+        }
+    }
+}
+
+/// `renameat2(dir, old, dir, new, RENAME_NOREPLACE)`: the rename, or
+/// `EEXIST` if `new` is there; `EINVAL` or `ENOSYS` where the file system
+/// or the kernel cannot do it.
+pub fn rename_noreplace(dir: RawFd, old: &CStr, new: &CStr) -> Result<(), Errno> {
+    // SAFETY: both names are NUL-terminated strings alive for the call,
+    // which only reads them.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_renameat2,
+            [
+                dir as usize,
+                old.as_ptr() as usize,
+                dir as usize,
+                new.as_ptr() as usize,
+                libc::RENAME_NOREPLACE as usize,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: what `name` itself is.
+pub fn stat_at(dir: RawFd, name: &CStr) -> Result<libc::stat, Errno> {
+    stat_flags(dir, name, libc::AT_SYMLINK_NOFOLLOW)
+}
+
+/// `fstat(fd)`.
+pub fn stat_fd(fd: RawFd) -> Result<libc::stat, Errno> {
+    stat_flags(fd, c"", libc::AT_EMPTY_PATH)
+}
+
+fn stat_flags(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<libc::stat, Errno> {
+    // SAFETY: a zeroed stat is a valid buffer for the kernel to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `name` is NUL-terminated; the kernel writes one stat into
+    // `st`, alive for the call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_newfstatat,
+            [
+                dir as usize,
+                name.as_ptr() as usize,
+                (&raw mut st) as usize,
+                flags as usize,
+                0,
+                0,
+            ],
+        )
+    })?;
+    Ok(st)
+}
+
+/// `openat(dir, name, flags | O_CLOEXEC, mode)`: the new descriptor, a
+/// number the caller owns (see [`owned`]).
+pub fn open_at(dir: RawFd, name: &CStr, flags: libc::c_int, mode: u32) -> Result<RawFd, Errno> {
+    // SAFETY: `name` is NUL-terminated and only read; `mode` is a number.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_openat,
+            [
+                dir as usize,
+                name.as_ptr() as usize,
+                (flags | libc::O_CLOEXEC) as usize,
+                mode as usize,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(|fd| fd as RawFd)
+}
+
+/// A descriptor just returned by [`open_at`], owned from now on.
+pub fn owned(fd: RawFd) -> OwnedFd {
+    // SAFETY: `fd` was just opened by the caller and belongs to nothing
+    // else.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// `mkdirat(dir, name, mode)`.
+pub fn mkdir_at(dir: RawFd, name: &CStr, mode: u32) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated and only read.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_mkdirat,
+            [dir as usize, name.as_ptr() as usize, mode as usize, 0, 0, 0],
+        )
+    })
+    .map(drop)
+}
+
+/// `unlinkat(dir, name, flags)` (`AT_REMOVEDIR` for a folder).
+pub fn unlink_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated and only read.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_unlinkat,
+            [
+                dir as usize,
+                name.as_ptr() as usize,
+                flags as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// `pread(fd, buf, offset)`: the bytes read.
+pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+    // SAFETY: the kernel writes at most `buf.len()` bytes to `buf`.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_pread64,
+            [
+                fd as usize,
+                buf.as_mut_ptr() as usize,
+                buf.len(),
+                offset as usize,
+                0,
+                0,
+            ],
+        )
+    })
+}
+
+/// Calls `each` with every name in the folder open on `fd` ("." and ".."
+/// too), read from the start in `buf`-sized batches, until `each` says
+/// stop (false). Allocates nothing.
+pub fn each_name(
+    fd: RawFd,
+    buf: &mut [u8],
+    mut each: impl FnMut(&CStr) -> bool,
+) -> Result<(), Errno> {
+    numeric(
+        libc::SYS_lseek,
+        [fd as usize, 0, libc::SEEK_SET as usize, 0, 0, 0],
+    )?;
+    loop {
+        // SAFETY: the kernel writes at most `buf.len()` bytes of records
+        // into `buf`.
+        let n = raw_result(unsafe {
+            syscall6(
+                libc::SYS_getdents64,
+                [fd as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0],
+            )
+        })?;
+        if n == 0 {
+            return Ok(());
+        }
+        // Each record: inode (8), offset (8), length (2), type (1), then
+        // the NUL-terminated name, within the record's length.
+        let mut at = 0;
+        while at + 19 < n {
+            let len = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
+            if len < 20 || at + len > n {
+                return Err(Errno::EIO);
+            }
+            let Ok(name) = CStr::from_bytes_until_nul(&buf[at + 19..at + len]) else {
+                return Err(Errno::EIO);
+            };
+            if !each(name) {
+                return Ok(());
+            }
+            at += len;
+        }
+    }
+}
+
+/// Closes every descriptor but those in `keep` (sorted, ascending):
+/// `close_range` over the gaps between them (Linux 5.9), else `close` of
+/// every number below the descriptor limit. Allocates nothing.
+pub fn close_all_but(keep: &[RawFd]) {
+    let mut from: usize = 0;
+    let mut ranged = true;
+    for &fd in keep.iter().chain(&[RawFd::MAX]) {
+        let fd = fd as usize;
+        if fd > from {
+            let last = if fd == RawFd::MAX as usize {
+                u32::MAX as usize
+            } else {
+                fd - 1
+            };
+            ranged &= numeric(libc::SYS_close_range, [from, last, 0, 0, 0, 0]).is_ok();
+        }
+        from = fd.saturating_add(1);
+    }
+    if ranged {
+        return;
+    }
+    // SAFETY: a zeroed rlimit is a valid buffer for the kernel to fill.
+    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: prlimit64 on this process (0) reads no new limit (null) and
+    // writes the current one into `limit`.
+    let got = raw_result(unsafe {
+        syscall6(
+            libc::SYS_prlimit64,
+            [
+                0,
+                libc::RLIMIT_NOFILE as usize,
+                0,
+                (&raw mut limit) as usize,
+                0,
+                0,
+            ],
+        )
+    });
+    let top = if got.is_ok() {
+        limit.rlim_cur.min(1 << 20) as RawFd
+    } else {
+        1024
+    };
+    for fd in 0..top {
+        if !keep.contains(&fd) {
+            super::raw_close(fd);
+        }
+    }
+}
+
+/// `pidfd_open(pid, 0)`: a descriptor (close-on-exec) that polls readable
+/// once `pid` has ended (Linux 5.3).
+pub fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, Errno> {
+    let fd = numeric(libc::SYS_pidfd_open, [pid as usize, 0, 0, 0, 0, 0])?;
+    Ok(owned(fd as RawFd))
+}
+
+/// `setsid()`: a session (and process group) of this process's own.
+pub fn setsid() -> Result<(), Errno> {
+    numeric(libc::SYS_setsid, [0; 6]).map(drop)
+}
+
+/// Waits until `fd` polls readable (or hung up), however many signals
+/// interrupt the wait.
+pub fn wait_readable(fd: RawFd) -> Result<(), Errno> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one pollfd, writable; no timeout, no signal mask.
+        let ret = raw_result(unsafe {
+            syscall6(libc::SYS_ppoll, [(&raw mut pfd) as usize, 1, 0, 0, 8, 0])
+        });
+        match ret {
+            Err(Errno::EINTR) => {}
+            other => return other.map(drop),
+        }
+    }
+}
