@@ -30,8 +30,6 @@ use landlock::{
     AccessFs, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
 };
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, open};
-use nix::sys::stat::Mode;
 
 use crate::cause::{Lack, SCOPED_ABI};
 use crate::sys;
@@ -123,12 +121,8 @@ fn grants(dir: &Path, carved: &[PathBuf], out: &mut Vec<PathBuf>) {
 /// best-effort fallback turned off: a kernel without scoping is an error
 /// here, never a weaker domain.
 pub fn ruleset() -> Result<Domain, Lack> {
-    let mountinfo = std::fs::read("/proc/self/mountinfo").map_err(|e| {
-        Lack::Other(format!(
-            "/proc/self/mountinfo: {}",
-            crate::error::strerror(&e)
-        ))
-    })?;
+    let mountinfo = sys::read_file_at(libc::AT_FDCWD, c"/proc/self/mountinfo")
+        .map_err(|e| Lack::Other(format!("/proc/self/mountinfo: {}", e.desc())))?;
     let mut carved = carved_mounts(&mountinfo);
     carved.sort();
     carved.dedup();
@@ -147,11 +141,11 @@ pub fn ruleset() -> Result<Domain, Lack> {
             for path in &granted {
                 // Not followed: a link swapped in since the listing grants
                 // nothing. What cannot be opened (gone meanwhile) is left out.
-                let Ok(fd) = open(
-                    path,
-                    OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-                    Mode::empty(),
-                ) else {
+                let Ok(fd) = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
+                    path.as_os_str(),
+                ))
+                .map_err(|_| Errno::EINVAL)
+                .and_then(|p| sys::open_path(&p, libc::O_PATH | libc::O_NOFOLLOW)) else {
                     continue;
                 };
                 r = r.add_rule(PathBeneath::new(fd, AccessFs::WriteFile))?;

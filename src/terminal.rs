@@ -23,7 +23,6 @@
 
 use std::cell::Cell;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::fs::OpenOptionsExt;
 
 use nix::fcntl::{OFlag, openat};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
@@ -49,24 +48,18 @@ pub struct Terminal {
 impl Terminal {
     /// The controlling terminal, when this process has one.
     pub fn open() -> Option<Terminal> {
-        let open = |read, write| {
-            std::fs::OpenOptions::new()
-                .read(read)
-                .write(write)
-                .custom_flags(libc::O_NOCTTY)
-                .open("/dev/tty")
-        };
-        // A terminal another user owns may be readable only.
-        let file = open(true, true).or_else(|_| open(true, false)).ok()?;
+        let open = |mode| sys::open_path(c"/dev/tty", mode | libc::O_NOCTTY);
+        // A terminal another user owns may be readable only; no terminal
+        // at all is ENXIO.
+        let fd = match open(libc::O_RDWR) {
+            Err(nix::errno::Errno::EACCES) => open(libc::O_RDONLY),
+            other => other,
+        }
+        .ok()?;
         Some(Terminal {
-            fd: file.into(),
+            fd,
             own: getpgrp().as_raw(),
-            proc_dir: nix::fcntl::open(
-                "/proc",
-                OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .ok(),
+            proc_dir: sys::open_path(c"/proc", libc::O_PATH | libc::O_DIRECTORY).ok(),
             given: Cell::new(false),
         })
     }

@@ -34,12 +34,11 @@
 //! mount point unmounted and removed) detach mounts in every namespace.
 
 use std::ffi::OsString;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStringExt;
-use std::path::Path;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, open, openat, readlinkat};
+use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
 use crate::bwrap_args::{self, Mount};
@@ -52,16 +51,8 @@ pub use lost::Lost;
 use renames::{Affected, Renames};
 
 /// PID 1's command line, word by word.
-fn cmdline(proc_dir: BorrowedFd<'_>) -> std::io::Result<Vec<OsString>> {
-    use std::io::Read;
-    let mut text = Vec::new();
-    let fd = openat(
-        proc_dir,
-        "1/cmdline",
-        OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )?;
-    std::fs::File::from(fd).read_to_end(&mut text)?;
+fn cmdline(proc_dir: BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> {
+    let mut text = sys::read_file_at(proc_dir.as_raw_fd(), c"1/cmdline")?;
     if text.last() == Some(&0) {
         text.pop();
     }
@@ -73,15 +64,19 @@ fn cmdline(proc_dir: BorrowedFd<'_>) -> std::io::Result<Vec<OsString>> {
 
 /// Whether PID 1 of this PID namespace is bubblewrap: its executable (or,
 /// where that link is closed to this process, its `argv[0]`) is named
-/// `bwrap`.
-fn pid1_is_bwrap(proc_dir: BorrowedFd<'_>) -> bool {
-    let named_bwrap = |p: &std::ffi::OsStr| Path::new(p).file_name().is_some_and(|n| n == "bwrap");
-    match readlinkat(proc_dir, "1/exe") {
-        Ok(exe) => named_bwrap(&exe),
-        Err(_) => cmdline(proc_dir)
-            .ok()
-            .and_then(|w| w.into_iter().next())
-            .is_some_and(|argv0| named_bwrap(&argv0)),
+/// `bwrap`; with its command line when that was read to tell.
+fn pid1_is_bwrap(proc_dir: BorrowedFd<'_>) -> (bool, Option<Vec<OsString>>) {
+    let named_bwrap = |p: &[u8]| p.rsplit(|&b| b == b'/').next() == Some(b"bwrap");
+    let mut exe = [0u8; 4096];
+    match sys::readlink_at(proc_dir.as_raw_fd(), c"1/exe", &mut exe) {
+        Ok(n) => (named_bwrap(&exe[..n]), None),
+        Err(_) => match cmdline(proc_dir) {
+            Ok(words) => (
+                words.first().is_some_and(|a| named_bwrap(a.as_bytes())),
+                Some(words),
+            ),
+            Err(_) => (false, None),
+        },
     }
 }
 
@@ -135,6 +130,8 @@ fn holds(point: &[u8]) -> Option<bool> {
 /// What the guard watches, and how it knew.
 pub struct Guard {
     proc_dir: OwnedFd,
+    /// PID 1's command line, if [`Guard::open`] read it already.
+    words: Option<Vec<OsString>>,
     /// Polled for changes of the mount table (POLLPRI), never read.
     mountinfo: OwnedFd,
     watched: Vec<Watched>,
@@ -150,13 +147,10 @@ impl Guard {
     /// why there is nothing to guard. Before init starts: init mounts a
     /// new `/proc` over the shared one.
     pub fn open() -> Result<Guard, String> {
-        let proc_dir = open(
-            "/proc",
-            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| format!("/proc: {}", e.desc()))?;
-        if !pid1_is_bwrap(proc_dir.as_fd()) {
+        let proc_dir = sys::open_path(c"/proc", libc::O_PATH | libc::O_DIRECTORY)
+            .map_err(|e| format!("/proc: {}", e.desc()))?;
+        let (is_bwrap, words) = pid1_is_bwrap(proc_dir.as_fd());
+        if !is_bwrap {
             return Err(
                 "PID 1 is not bubblewrap: nothing says which mounts protect anything".into(),
             );
@@ -173,6 +167,7 @@ impl Guard {
         .map_err(|e| format!("/proc/thread-self/mountinfo: {}", e.desc()))?;
         Ok(Guard {
             proc_dir,
+            words,
             mountinfo: fd,
             watched: Vec::new(),
             renames: None,
@@ -191,9 +186,12 @@ impl Guard {
 
     /// bubblewrap's arguments: PID 1's command line (its monitor, under
     /// `--unshare-pid`, keeps bubblewrap's own).
-    fn bwrap_args(&self) -> Result<Vec<OsString>, String> {
-        let words = cmdline(self.proc_dir.as_fd())
-            .map_err(|e| format!("/proc/1/cmdline: {}", crate::error::strerror(&e)))?;
+    fn bwrap_args(&mut self) -> Result<Vec<OsString>, String> {
+        let words = match self.words.take() {
+            Some(words) => words,
+            None => cmdline(self.proc_dir.as_fd())
+                .map_err(|e| format!("/proc/1/cmdline: {}", e.desc()))?,
+        };
         Ok(words.into_iter().skip(1).collect())
     }
 

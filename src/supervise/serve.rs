@@ -263,8 +263,9 @@ pub(super) fn serve(
 /// `/proc` cannot be read, only the finished ones are reaped.
 pub(super) fn end_leftovers() {
     loop {
-        let listed = std::fs::read_to_string("/proc/thread-self/children");
-        for pid in listed.iter().flat_map(|text| text.split_whitespace()) {
+        let listed = sys::read_file_at(libc::AT_FDCWD, c"/proc/thread-self/children");
+        let text = listed.as_deref().map(String::from_utf8_lossy);
+        for pid in text.iter().flat_map(|text| text.split_whitespace()) {
             if let Ok(pid) = pid.parse::<libc::pid_t>() {
                 let _ = sys::raw_kill(pid, libc::SIGKILL);
             }

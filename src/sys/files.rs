@@ -79,6 +79,59 @@ fn stat_flags(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<libc::stat,
     Ok(st)
 }
 
+/// `readlinkat(dir, name)` into `buf`: how many bytes it holds (a target
+/// that fills it may be cut short).
+pub fn readlink_at(dir: RawFd, name: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: `name` is NUL-terminated and only read; the kernel writes at
+    // most `buf.len()` bytes into `buf`, which is ours for the call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_readlinkat,
+            [
+                dir as usize,
+                name.as_ptr() as usize,
+                buf.as_mut_ptr() as usize,
+                buf.len(),
+                0,
+                0,
+            ],
+        )
+    })
+}
+
+/// The whole of the small file `name` in `dir` (procfs: its size says
+/// 0), in plain reads into a buffer that doubles when full: an open, the
+/// reads, a close.
+pub fn read_file_at(dir: RawFd, name: &CStr) -> Result<Vec<u8>, Errno> {
+    let fd = open_path_at(dir, name, libc::O_RDONLY)?;
+    let mut text = vec![0u8; 4096];
+    let mut len = 0;
+    loop {
+        if len == text.len() {
+            text.resize(2 * len, 0);
+        }
+        match super::raw_read(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut text[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    text.truncate(len);
+    Ok(text)
+}
+
+fn open_path_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<OwnedFd, Errno> {
+    open_at(dir, name, flags, 0).map(owned)
+}
+
+/// `open(path, flags | O_CLOEXEC)`, owned. (libc's `open` on musl
+/// follows the call with an `fcntl(F_SETFD)` for `O_CLOEXEC`; this makes
+/// one call.)
+pub fn open_path(path: &CStr, flags: libc::c_int) -> Result<OwnedFd, Errno> {
+    open_path_at(libc::AT_FDCWD, path, flags)
+}
+
 /// `openat(dir, name, flags | O_CLOEXEC, mode)`: the new descriptor, a
 /// number the caller owns (see [`owned`]).
 pub fn open_at(dir: RawFd, name: &CStr, flags: libc::c_int, mode: u32) -> Result<RawFd, Errno> {

@@ -1,0 +1,284 @@
+//! The gate on a run's system calls (issue 25): each process of a run of
+//! `apply-seccomp /bin/true`, traced with `strace -f -ff`, makes at most
+//! the number of system calls written in [`LIMITS`] before the command's
+//! `execve` (the command's own calls are not counted). A change that adds
+//! a call on a run's path changes its number here on purpose, in the same
+//! commit, with the reason in its message; one that removes calls lowers
+//! it (the test prints what it counted).
+//!
+//! Counted deterministically: the same binary makes the same calls on a
+//! path (no polling on these paths: the thread count is right at once,
+//! nothing retries); each case runs three times and the fewest count, so
+//! an interrupted call repeated now and then does not fail it. Page faults
+//! are not gated: fault-around and the page cache make them move by a
+//! page or two between runs ("Measured" in the README has them).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::threats::Way;
+use common::{BWRAP_OPTIONS, NOBODY, Place, User, fixture, is_root, which};
+
+/// (case, calls of each process before the command's exec, in the order
+/// the processes started: the outer stub, then inner init and the worker
+/// on the namespace way, the worker alone on the capability-free way).
+const LIMITS: &[(&str, &[usize])] = &[
+    ("host root", &[30, 12, 5]),
+    ("host uid 65534", &[44, 15, 5]),
+    ("host root, capability-free", &[52, 9]),
+    // 44 or 45: the terminal's foreground handed over and back.
+    ("host root, terminal", &[45, 12, 9]),
+    ("bwrap uid 65534", &[64, 16, 6]),
+    ("bwrap uid 65534, capability-free", &[64, 9]),
+];
+
+struct Case {
+    name: &'static str,
+    place: Place,
+    user: User,
+    way: Way,
+    terminal: bool,
+}
+
+const CASES: [Case; 6] = [
+    Case {
+        name: "host root",
+        place: Place::Host,
+        user: User::Root,
+        way: Way::Auto,
+        terminal: false,
+    },
+    Case {
+        name: "host uid 65534",
+        place: Place::Host,
+        user: User::Unprivileged,
+        way: Way::Auto,
+        terminal: false,
+    },
+    Case {
+        name: "host root, capability-free",
+        place: Place::Host,
+        user: User::Root,
+        way: Way::CapabilityFree,
+        terminal: false,
+    },
+    Case {
+        name: "host root, terminal",
+        place: Place::Host,
+        user: User::Root,
+        way: Way::Auto,
+        terminal: true,
+    },
+    Case {
+        name: "bwrap uid 65534",
+        place: Place::Bwrap,
+        user: User::Unprivileged,
+        way: Way::Auto,
+        terminal: false,
+    },
+    Case {
+        name: "bwrap uid 65534, capability-free",
+        place: Place::Bwrap,
+        user: User::Unprivileged,
+        way: Way::CapabilityFree,
+        terminal: false,
+    },
+];
+
+/// The calls of one traced process before it execs the command (its
+/// first `execve` for a child; the second for the stub, whose first is
+/// its own start), or all of them if it never does.
+///
+/// The capability-free way's ruleset grants each entry of `/` (and of the
+/// folders above a carved mount) that is no carved mount: how many
+/// depends on the machine. So each `landlock_add_rule` with the calls that
+/// go with it (open, fstat, close: checked to be 3 per rule), the folder
+/// reads (`getdents64`) and the memory calls (`mmap`, `munmap`, `brk`:
+/// they follow the number of entries) are left out of that count, for
+/// every process.
+fn calls_before_exec(trace: &str, is_stub: bool) -> usize {
+    let mut execs = 0;
+    let mut n = 0;
+    let mut rules = 0;
+    let mut per_rule = 0;
+    for line in trace.lines() {
+        if line.starts_with("+++") || line.starts_with("---") {
+            continue;
+        }
+        if line.starts_with("execve(") {
+            execs += 1;
+            if execs == 1 + usize::from(is_stub) {
+                break;
+            }
+        }
+        if line.starts_with("landlock_add_rule(") {
+            rules += 1;
+        } else if line.contains("O_PATH|O_NOFOLLOW") || line.contains("O_NOFOLLOW|O_CLOEXEC|O_PATH")
+        {
+            per_rule += 1;
+        }
+        if ["getdents64(", "mmap(", "munmap(", "brk("]
+            .iter()
+            .any(|c| line.starts_with(c))
+        {
+            continue;
+        }
+        n += 1;
+    }
+    // Each rule's fd: opened (counted above), then fstat and close.
+    assert_eq!(per_rule, rules, "one open per rule:\n{trace}");
+    n - 4 * rules
+}
+
+/// The release build, the one that ships: a debug build's `std` checks
+/// each descriptor it closes with an extra `fcntl`. A test binary built
+/// without optimisation builds it (its own target folder: this `cargo`
+/// holds the other's lock), once.
+fn release_helper() -> &'static Path {
+    static HELPER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    HELPER.get_or_init(|| {
+        if !cfg!(debug_assertions) {
+            return fixture().helper.clone();
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let target = root.join("target/syscalls-gate");
+        let status = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
+            .args([
+                "build",
+                "--release",
+                "--bin",
+                "apply-seccomp",
+                "--target-dir",
+            ])
+            .arg(&target)
+            .current_dir(root)
+            .status()
+            .expect("cargo build --release");
+        assert!(status.success(), "cargo build --release: {status:?}");
+        let built = std::fs::read_dir(&target)
+            .unwrap()
+            .map(|e| e.unwrap().path().join("release/apply-seccomp"))
+            .chain([target.join("release/apply-seccomp")])
+            .find(|p| p.is_file())
+            .expect("the release binary");
+        let copy = fixture().dir.join("apply-seccomp-release");
+        common::install(&built, &copy, 0o755);
+        copy
+    })
+}
+
+/// One traced run: the calls of each process, by pid order.
+fn traced(case: &Case, strace: &Path, out: &Path) -> Vec<usize> {
+    for e in std::fs::read_dir(out).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    let prefix = out.join("r");
+    let mut argv: Vec<String> = vec![
+        strace.display().to_string(),
+        "-f".into(),
+        "-ff".into(),
+        "-o".into(),
+        prefix.display().to_string(),
+        release_helper().display().to_string(),
+    ];
+    argv.extend(case.way.args(&["/bin/true"]));
+    let mut cmd = match case.place {
+        Place::Host => Command::new(&argv[0]),
+        Place::Bwrap => {
+            let mut c = Command::new(which("bwrap").unwrap());
+            c.args(BWRAP_OPTIONS)
+                .arg("--bind")
+                .arg(out)
+                .arg(out)
+                .arg("--")
+                .arg(&argv[0]);
+            c
+        }
+    };
+    cmd.args(&argv[1..])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    if case.user == User::Unprivileged && is_root() {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(NOBODY).gid(NOBODY);
+    }
+    let status = if case.terminal {
+        // A session of its own whose controlling terminal is a new pty.
+        let pty = nix::pty::openpty(None, None).expect("openpty");
+        let mut c = Command::new("setsid");
+        c.arg("-c").arg(cmd.get_program()).args(cmd.get_args());
+        c.env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("TERM", "dumb")
+            .current_dir("/")
+            .stdin(File::from(pty.slave.try_clone().unwrap()))
+            .stdout(File::from(pty.slave.try_clone().unwrap()))
+            .stderr(File::from(pty.slave));
+        let status = c.status().expect("setsid -c strace");
+        drop(pty.master);
+        status
+    } else {
+        cmd.status().expect("strace")
+    };
+    assert!(status.success(), "{}: {status:?}", case.name);
+    let mut traces: Vec<(u32, String)> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let pid = path.extension().unwrap().to_str().unwrap().parse().unwrap();
+            (pid, std::fs::read_to_string(&path).unwrap())
+        })
+        .collect();
+    traces.sort();
+    // Under bubblewrap strace itself is traced by no one; the first file
+    // is the stub's (strace's child).
+    traces
+        .iter()
+        .enumerate()
+        .map(|(i, (_, t))| calls_before_exec(t, i == 0))
+        .collect()
+}
+
+#[test]
+fn each_process_of_a_run_makes_no_more_calls_than_written() {
+    let Some(strace) = which("strace") else {
+        common::skip("strace is not installed");
+        return;
+    };
+    let limits: BTreeMap<&str, &[usize]> = LIMITS.iter().copied().collect();
+    let mut over = Vec::new();
+    for case in &CASES {
+        if case.user == User::Root && !is_root() {
+            common::skip(&format!("{}: not root", case.name));
+            continue;
+        }
+        if case.place == Place::Bwrap && which("bwrap").is_none() {
+            common::skip(&format!("{}: bubblewrap is not installed", case.name));
+            continue;
+        }
+        let out: PathBuf = common::fresh_folder("syscalls");
+        if is_root() {
+            std::os::unix::fs::chown(&out, Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+        let runs: Vec<Vec<usize>> = (0..3).map(|_| traced(case, &strace, &out)).collect();
+        let want = limits[case.name];
+        for r in &runs {
+            assert_eq!(r.len(), want.len(), "{}: processes {runs:?}", case.name);
+        }
+        let fewest: Vec<usize> = (0..want.len())
+            .map(|i| runs.iter().map(|r| r[i]).min().unwrap())
+            .collect();
+        eprintln!("{}: {fewest:?} (limit {want:?})", case.name);
+        if fewest.iter().zip(want).any(|(got, max)| got > max) {
+            over.push(format!("{}: {fewest:?} > {want:?}", case.name));
+        }
+    }
+    assert!(over.is_empty(), "more system calls than written: {over:?}");
+}
