@@ -13,8 +13,11 @@
 //!
 //! Environment: `BENCH_ROUNDS` (default 400), `BENCH_ONLY` (run only the
 //! settings whose name contains it, e.g. `bwrap`), `APPLY_SECCOMP_C_HELPER`
-//! (a C helper to use instead of fetching it; another build of ours here
-//! compares two builds), `APPLY_SECCOMP_SRT_VERSION`.
+//! (a C helper to use instead of fetching it), `APPLY_SECCOMP_SRT_VERSION`,
+//! `APPLY_SECCOMP_BASELINE` (a commit of this project, default
+//! [`BASELINE`]: built once in its own target folder, `target/baseline/`,
+//! and run in the same rounds, so each change is seen against a fixed
+//! build and not only the one before; `none` leaves it out).
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -27,6 +30,55 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::{BWRAP_OPTIONS, NOBODY, is_root, which};
+
+/// The fixed baseline: the build before the capability-free way, the
+/// mount guard, the hardening and the doctor (issue 25).
+const BASELINE: &str = "30cd3ee";
+
+/// The baseline commit built (release, its own target folder, kept for
+/// the next run), or None where it is turned off.
+fn baseline(dir: &Path) -> Option<(String, PathBuf)> {
+    let commit = std::env::var("APPLY_SECCOMP_BASELINE").unwrap_or_else(|_| BASELINE.into());
+    if commit == "none" || commit.is_empty() {
+        return None;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let place = root.join("target/baseline").join(&commit);
+    let src = place.join("src");
+    if !src.join("Cargo.toml").is_file() {
+        std::fs::create_dir_all(&src).unwrap();
+        let ok = Command::new("sh")
+            .arg("-c")
+            .arg("git -C \"$1\" archive --format=tar \"$2\" | tar x -C \"$3\"")
+            .args(["sh"])
+            .arg(root)
+            .arg(&commit)
+            .arg(&src)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "APPLY_SECCOMP_BASELINE={commit}: not a commit of this checkout"
+        );
+    }
+    let ok = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
+        .args(["build", "--release", "--quiet", "--target-dir"])
+        .arg(place.join("target"))
+        .current_dir(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "APPLY_SECCOMP_BASELINE={commit}: the build failed");
+    let built = std::fs::read_dir(place.join("target"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("release/apply-seccomp"))
+        .find(|p| p.is_file())
+        .expect("the baseline binary");
+    let copy = dir.join("baseline-apply-seccomp");
+    std::fs::copy(built, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    Some((commit, copy))
+}
 
 /// A world-readable folder with both helpers in it.
 fn prepare() -> (PathBuf, PathBuf, PathBuf) {
@@ -92,7 +144,7 @@ struct Candidate {
     argv: Vec<String>,
 }
 
-fn candidates(ours: &Path, c: &Path, in_bwrap: bool) -> Vec<Candidate> {
+fn candidates(ours: &Path, c: &Path, base: Option<&Path>, in_bwrap: bool) -> Vec<Candidate> {
     let unshare = which("unshare").map(|p| p.to_string_lossy().into_owned());
     let mut list = vec![
         Candidate {
@@ -116,6 +168,12 @@ fn candidates(ours: &Path, c: &Path, in_bwrap: bool) -> Vec<Candidate> {
             argv: vec![c.to_string_lossy().into_owned(), "/bin/true".into()],
         },
     ];
+    if let Some(b) = base {
+        list.push(Candidate {
+            name: "base",
+            argv: vec![b.to_string_lossy().into_owned(), "/bin/true".into()],
+        });
+    }
     if let Some(u) = unshare {
         list.push(Candidate {
             name: "unshare",
@@ -205,15 +263,16 @@ fn peak_rss_once(time: &Path, argv: &[String]) -> Option<f64> {
 }
 
 /// Medians of `RSS_RUNS` readings of each command line, taken in turns
-/// (so both see the same page cache and machine state).
-fn peak_rss_kb(a: &[String], b: &[String]) -> Option<(f64, f64)> {
+/// (so all see the same page cache and machine state).
+fn peak_rss_kb(lines: &[Vec<String>]) -> Option<Vec<f64>> {
     let time = which("time")?;
-    let (mut ka, mut kb) = (Vec::new(), Vec::new());
+    let mut readings = vec![Vec::new(); lines.len()];
     for _ in 0..RSS_RUNS {
-        ka.push(peak_rss_once(&time, a)?);
-        kb.push(peak_rss_once(&time, b)?);
+        for (line, r) in lines.iter().zip(&mut readings) {
+            r.push(peak_rss_once(&time, line)?);
+        }
     }
-    Some((median(ka), median(kb)))
+    Some(readings.into_iter().map(median).collect())
 }
 
 const RSS_RUNS: usize = 41;
@@ -229,6 +288,7 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(400);
     let (dir, ours, c) = prepare();
+    let base = baseline(&dir);
     let root = is_root();
     let unpriv = if root { Some(NOBODY) } else { None };
     let mut settings: Vec<(&str, Option<u32>, bool)> = Vec::new();
@@ -245,13 +305,17 @@ fn main() {
     if let Ok(only) = std::env::var("BENCH_ONLY") {
         settings.retain(|(name, _, _)| name.contains(only.as_str()));
     }
-    println!("rounds: {rounds} per setting, interleaved and shuffled; times are medians in ms\n");
+    println!("rounds: {rounds} per setting, interleaved and shuffled; times are medians in ms");
     println!(
-        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C | ours, capability-free | its overhead / ours |"
+        "baseline: {}\n",
+        base.as_ref().map_or("none".into(), |(commit, _)| format!("{commit} (ours/baseline: median of ratios; overhead: a run minus the same round's `true`)"))
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C | ours, capability-free | its overhead / ours | baseline | ours/baseline | overhead ours/baseline |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, uid, in_bwrap) in settings {
-        let cands = candidates(&ours, &c, in_bwrap);
+        let cands = candidates(&ours, &c, base.as_ref().map(|(_, p)| p.as_path()), in_bwrap);
         let t = measure(&cands, uid, rounds);
         let (it, io, ic) = (
             index(&cands, "true").unwrap(),
@@ -268,8 +332,17 @@ fn main() {
         // namespace way, both this helper's, in the same rounds.
         let icf = index(&cands, "ours-cf").unwrap();
         let over_cf = median(t[icf].iter().zip(&t[it]).map(|(o, b)| o - b).collect());
+        let against_base = index(&cands, "base").map_or("- | - | -".into(), |ib| {
+            let r = median(t[io].iter().zip(&t[ib]).map(|(o, b)| o / b).collect());
+            let over_b = median(t[ib].iter().zip(&t[it]).map(|(b, z)| b - z).collect());
+            format!(
+                "{:.2} | {r:.3} | {over_o:.2} / {over_b:.2} = {:.3}",
+                median(t[ib].clone()),
+                over_o / over_b
+            )
+        });
         println!(
-            "| {name} | {:.2} | {un} | {:.2} | {:.2} | {ratio:.3} | {:.2} / {:.2} = {:.3} | {:.2} | {:.2} / {:.2} = {:.3} |",
+            "| {name} | {:.2} | {un} | {:.2} | {:.2} | {ratio:.3} | {:.2} / {:.2} = {:.3} | {:.2} | {:.2} / {:.2} = {:.3} | {against_base} |",
             median(t[it].clone()),
             median(t[ic].clone()),
             median(t[io].clone()),
@@ -286,34 +359,43 @@ fn main() {
     if which("bwrap").is_some() && only.as_deref().is_none_or(|o| "shim".contains(o)) {
         shim_against_bwrap(&dir, &ours, unpriv, rounds);
     }
-    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let size = |p: &Path| std::fs::metadata(p).map_or("-".into(), |m| format!("{} bytes", m.len()));
+    let mut helpers = vec![ours.clone(), c.clone()];
+    helpers.extend(base.iter().map(|(_, p)| p.clone()));
     let rss = |command: &str| {
-        let argv = |p: &Path| vec![p.to_string_lossy().into_owned(), command.to_string()];
-        peak_rss_kb(&argv(&ours), &argv(&c)).map_or(("-".into(), "-".into()), |(o, c)| {
-            (format!("{o:.0} KB"), format!("{c:.0} KB"))
+        let lines: Vec<Vec<String>> = helpers
+            .iter()
+            .map(|p| vec![p.to_string_lossy().into_owned(), command.to_string()])
+            .collect();
+        peak_rss_kb(&lines).map_or(" - | - | - ".into(), |kb| {
+            kb.iter()
+                .map(|k| format!(" {k:.0} KB "))
+                .collect::<Vec<_>>()
+                .join("|")
         })
     };
-    println!("\n| | ours | C helper |");
-    println!("|---|---|---|");
+    println!("\n| | ours | C helper | baseline |");
+    println!("|---|---|---|---|");
     // /usr/bin/time reports the largest RSS of the process tree, which
     // with `true` is `true`'s own; a command that is not found leaves
     // only the helper's processes.
-    let (o, c_kb) = rss("/bin/true");
     println!(
-        "| peak RSS, running `true` (median of {RSS_RUNS}, in turns, host; `true`'s own RSS) | {o} | {c_kb} |"
+        "| peak RSS, running `true` (median of {RSS_RUNS}, in turns, host; `true`'s own RSS) |{}|",
+        rss("/bin/true")
     );
-    let (o, c_kb) = rss("/nonexistent");
-    println!("| peak RSS, helper processes only (command not found) | {o} | {c_kb} |");
     println!(
-        "| binary size | {} bytes | {} bytes |",
+        "| peak RSS, helper processes only (command not found) |{}|",
+        rss("/nonexistent")
+    );
+    println!(
+        "| binary size | {} | {} | {} |",
         size(&ours),
-        size(&c)
+        size(&c),
+        base.as_ref().map_or("-".into(), |(_, p)| size(p))
     );
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// srt's placeholders for a fresh git folder: its dangerous files, and the
-/// folders (`.claude` for its two).
 /// A Claude Code line's placeholders in a fresh git folder: srt 0.0.83's
 /// own eleven (`--ro-bind /dev/null`; its twelfth, `.claude`, an empty
 /// folder, gives way to the five below it that Claude Code adds), folders

@@ -63,6 +63,27 @@ pub(super) struct Renames {
     pub(super) unwatched: usize,
 }
 
+/// Closing an inotify instance that still has watches waits for the
+/// kernel's fsnotify grace period (`synchronize_srcu`): 10-15 ms here, on
+/// every guarded run's exit, which bubblewrap's exit then waits for. With
+/// the watches removed first and the stub off the CPU for a moment (a
+/// sleep of a nanosecond: one timer-slack wait, about 60 us), the close
+/// takes tens of microseconds: measured slow in 95 of 100 closes without,
+/// 1 of 100 with (a busy wait of 1 ms does not help: leaving the CPU does).
+impl Drop for Renames {
+    fn drop(&mut self) {
+        let mut removed = false;
+        for (_, wd) in &self.asked {
+            if let Some(wd) = wd {
+                removed |= self.inotify.rm_watch(*wd).is_ok();
+            }
+        }
+        if removed {
+            std::thread::sleep(std::time::Duration::from_nanos(1));
+        }
+    }
+}
+
 /// `(folder, name)` for each component of the absolute, normalised
 /// `path`: `/a/b` gives `("/", "a")`, `("/a", "b")`.
 fn steps(path: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
