@@ -27,14 +27,14 @@ use common::{BWRAP_OPTIONS, NOBODY, Place, User, fixture, is_root, which};
 /// the processes started: the outer stub, then inner init and the worker
 /// on the namespace way, the worker alone on the capability-free way).
 const LIMITS: &[(&str, &[usize])] = &[
-    ("host root", &[30, 12, 5]),
-    ("host uid 65534", &[44, 15, 5]),
-    ("host root, capability-free", &[52, 9]),
-    // 44 or 45: the terminal's foreground handed over and back.
-    ("host root, terminal", &[45, 12, 9]),
+    ("host root", &[27, 12, 5]),
+    ("host uid 65534", &[41, 15, 5]),
+    ("host root, capability-free", &[49, 9]),
+    // 41 or 42: the terminal's foreground handed over and back.
+    ("host root, terminal", &[42, 12, 9]),
     // The guard's inotify watch removed and a 1 ns sleep before its close
     // (guard/renames.rs: the close otherwise waits 10-15 ms).
-    ("bwrap uid 65534", &[66, 16, 6]),
+    ("bwrap uid 65534", &[65, 16, 6]),
     ("bwrap uid 65534, capability-free", &[66, 9]),
 ];
 

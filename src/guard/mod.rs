@@ -35,7 +35,7 @@
 
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStringExt;
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, openat};
@@ -51,33 +51,41 @@ pub use lost::Lost;
 use renames::{Affected, Renames};
 
 /// PID 1's command line, word by word.
-fn cmdline(proc_dir: BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> {
-    let mut text = sys::read_file_at(proc_dir.as_raw_fd(), c"1/cmdline")?;
+fn words(mut text: &[u8]) -> Vec<OsString> {
     if text.last() == Some(&0) {
-        text.pop();
+        text = &text[..text.len() - 1];
     }
-    Ok(text
-        .split(|&b| b == 0)
+    text.split(|&b| b == 0)
         .map(|w| OsString::from_vec(w.to_vec()))
-        .collect())
+        .collect()
+}
+
+fn cmdline(proc_dir: BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> {
+    Ok(words(&sys::read_file_at(
+        proc_dir.as_raw_fd(),
+        c"1/cmdline",
+    )?))
 }
 
 /// Whether PID 1 of this PID namespace is bubblewrap: its executable (or,
 /// where that link is closed to this process, its `argv[0]`) is named
-/// `bwrap`; with its command line when that was read to tell.
-fn pid1_is_bwrap(proc_dir: BorrowedFd<'_>) -> (bool, Option<Vec<OsString>>) {
+/// `bwrap`; with its command line when one read held all of it. No
+/// allocation and no `/proc` descriptor on the way to "no" (every run on
+/// the host asks).
+fn pid1_is_bwrap() -> (bool, Option<Vec<OsString>>) {
     let named_bwrap = |p: &[u8]| p.rsplit(|&b| b == b'/').next() == Some(b"bwrap");
-    let mut exe = [0u8; 4096];
-    match sys::readlink_at(proc_dir.as_raw_fd(), c"1/exe", &mut exe) {
-        Ok(n) => (named_bwrap(&exe[..n]), None),
-        Err(_) => match cmdline(proc_dir) {
-            Ok(words) => (
-                words.first().is_some_and(|a| named_bwrap(a.as_bytes())),
-                Some(words),
-            ),
-            Err(_) => (false, None),
-        },
+    let mut buf = [0u8; 16 * 1024];
+    if let Ok(n) = sys::readlink_at(libc::AT_FDCWD, c"/proc/1/exe", &mut buf) {
+        return (named_bwrap(&buf[..n]), None);
     }
+    let Ok(n) = sys::read_head(c"/proc/1/cmdline", &mut buf) else {
+        return (false, None);
+    };
+    let argv0 = buf[..n].split(|&b| b == 0).next().unwrap_or_default();
+    if !named_bwrap(argv0) {
+        return (false, None);
+    }
+    (true, (n < buf.len()).then(|| words(&buf[..n])))
 }
 
 /// A destination as the kernel names the mount point: absolute, no empty
@@ -147,14 +155,14 @@ impl Guard {
     /// why there is nothing to guard. Before init starts: init mounts a
     /// new `/proc` over the shared one.
     pub fn open() -> Result<Guard, String> {
-        let proc_dir = sys::open_path(c"/proc", libc::O_PATH | libc::O_DIRECTORY)
-            .map_err(|e| format!("/proc: {}", e.desc()))?;
-        let (is_bwrap, words) = pid1_is_bwrap(proc_dir.as_fd());
+        let (is_bwrap, words) = pid1_is_bwrap();
         if !is_bwrap {
             return Err(
                 "PID 1 is not bubblewrap: nothing says which mounts protect anything".into(),
             );
         }
+        let proc_dir = sys::open_path(c"/proc", libc::O_PATH | libc::O_DIRECTORY)
+            .map_err(|e| format!("/proc: {}", e.desc()))?;
         if !matches!(sys::is_mount_root(c"/"), Ok(Some(true))) {
             return Err("the kernel does not tell mount roots (statx, Linux 5.8)".into());
         }

@@ -121,6 +121,18 @@ pub fn read_file_at(dir: RawFd, name: &CStr) -> Result<Vec<u8>, Errno> {
     Ok(text)
 }
 
+/// The start of the file `path`: one read into `buf`, how many bytes.
+/// Allocates nothing.
+pub fn read_head(path: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
+    let fd = open_path_at(libc::AT_FDCWD, path, libc::O_RDONLY)?;
+    loop {
+        match super::raw_read(std::os::fd::AsRawFd::as_raw_fd(&fd), buf) {
+            Err(Errno::EINTR) => {}
+            other => return other,
+        }
+    }
+}
+
 fn open_path_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<OwnedFd, Errno> {
     open_at(dir, name, flags, 0).map(owned)
 }
