@@ -9,11 +9,13 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
 use crate::error::Error;
-use crate::{doctor, race};
+use crate::{doctor, race, setup};
 
 pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY] [--] <command> [args...]\n       \
                          apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
                          apply-seccomp --doctor [--json] [--srt-settings FILE]\n       \
+                         apply-seccomp --setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]\n       \
+                         [--srt-settings FILE] [--dry-run]   |   apply-seccomp --setup --undo\n       \
                          apply-seccomp --race-test [--iterations N] [--strategy naive|helper|both]\n       \
                          [--join futex|spin] [--cpu LIST] [--load N] [--json] [--exec 'HELPER [ARGS]']";
 
@@ -138,6 +140,8 @@ pub enum Action {
     BwrapShim(Vec<OsString>),
     /// `--doctor ...`: why a sandbox can or cannot start here.
     Doctor(doctor::Config),
+    /// `--setup ...`: point the clients at this binary (or `--undo` it).
+    Setup(setup::Config),
     /// `--doctor-entry`: the doctor's child that tries the helper's entry.
     DoctorEntry,
     /// `--doctor-probe`: the doctor's command under the helper.
@@ -167,6 +171,11 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         Some(b"--doctor") => {
             return doctor::parse(&args[1..])
                 .map(Action::Doctor)
+                .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
+        }
+        Some(b"--setup") => {
+            return setup::parse(&args[1..])
+                .map(Action::Setup)
                 .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
         }
         Some(b"--doctor-entry") if args.len() == 1 => return Ok(Action::DoctorEntry),

@@ -33,6 +33,7 @@ mod observe;
 mod plan;
 mod race;
 mod settings;
+mod setup;
 mod shim;
 mod supervise;
 mod sys;
@@ -79,6 +80,7 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
                 failed => failed,
             }
         }
+        Ok(Action::Setup(cfg)) => setup::run(&cfg),
         Ok(Action::DoctorEntry) => print_out(&doctor::entry_report()),
         Ok(Action::DoctorProbe) => print_out(&doctor::probe_report()),
         Ok(Action::RaceTest(cfg)) => match race::run(&cfg) {

@@ -12,7 +12,7 @@ use crate::shim;
 
 /// The home folder as srt (Node's `os.homedir()`) finds it: `$HOME`, else
 /// the passwd entry.
-pub(super) fn home() -> Option<PathBuf> {
+pub fn home() -> Option<PathBuf> {
     match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         Some(h) => Some(PathBuf::from(h)),
         None => nix::unistd::User::from_uid(nix::unistd::getuid())
@@ -205,7 +205,7 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
 
 /// The folders a sandboxed command may write, by srt's settings: each
 /// `allowWrite` entry and srt's own writable folders, each with why.
-fn writable_folders(settings: &Value, home: Option<&Path>) -> Vec<(String, PathBuf)> {
+pub fn writable_folders(settings: &Value, home: Option<&Path>) -> Vec<(String, PathBuf)> {
     let mut writable: Vec<(String, PathBuf)> = Vec::new();
     if let Some(Value::Array(entries)) =
         settings.get("filesystem").and_then(|f| f.get("allowWrite"))

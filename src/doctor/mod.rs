@@ -37,6 +37,8 @@ use crate::json;
 
 use bounded::run_bounded;
 pub use child::{entry_report, probe_report};
+pub use claude::managed_settings_file;
+pub use clients::{home, writable_folders};
 
 /// `--doctor [--json] [--srt-settings FILE]`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,368 @@
+//! `--setup`: points the clients at this binary where it is, and
+//! `--setup --undo` reverts exactly that.
+//!
+//! - srt: `seccomp.applyPath` (this binary) and `bwrapPath` (a link named
+//!   `bwrap` to it, for the placeholder keeper) in its settings file;
+//! - Claude Code: that link in `--bin-dir` (default `~/.local/bin`), with
+//!   whether that folder comes before every other `bwrap` on `PATH`; as
+//!   root with `--managed`, `sandbox.bwrapPath` in its managed settings.
+//!
+//! A settings file is edited in place (edit.rs: every other byte kept),
+//! written atomically with its owner and mode (files.rs); each change is
+//! written to a record (undo.rs) that `--undo` reads. The binary must be
+//! executable and outside every folder srt's settings let a command write.
+
+mod edit;
+mod files;
+mod undo;
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::doctor;
+use crate::json;
+
+/// `--setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]
+/// [--srt-settings FILE] [--dry-run]`, or `--setup --undo [--dry-run]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    pub srt: bool,
+    pub claude_code: bool,
+    pub managed: bool,
+    pub bin_dir: Option<PathBuf>,
+    pub srt_settings: Option<PathBuf>,
+    pub dry_run: bool,
+    pub undo: bool,
+}
+
+/// Parses the words after `--setup`.
+pub fn parse(args: &[OsString]) -> Result<Config, String> {
+    let mut cfg = Config::default();
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        let mut value = |what: &str| {
+            words
+                .next()
+                .map(PathBuf::from)
+                .ok_or_else(|| format!("{what} takes a path"))
+        };
+        match word.as_bytes() {
+            b"--srt" => cfg.srt = true,
+            b"--claude-code" => cfg.claude_code = true,
+            b"--managed" => cfg.managed = true,
+            b"--dry-run" => cfg.dry_run = true,
+            b"--undo" => cfg.undo = true,
+            b"--bin-dir" => cfg.bin_dir = Some(value("--bin-dir")?),
+            b"--srt-settings" => cfg.srt_settings = Some(value("--srt-settings")?),
+            other => {
+                return Err(format!(
+                    "--setup takes --srt, --claude-code, --managed, --bin-dir DIR, \
+                     --srt-settings FILE, --dry-run and --undo, not {}",
+                    String::from_utf8_lossy(other)
+                ));
+            }
+        }
+    }
+    if !cfg.srt && !cfg.claude_code {
+        cfg.srt = true;
+        cfg.claude_code = true;
+    }
+    if cfg.managed {
+        cfg.claude_code = true;
+    }
+    Ok(cfg)
+}
+
+fn home() -> Result<PathBuf, String> {
+    doctor::home().ok_or_else(|| "no home folder ($HOME unset, no passwd entry)".to_string())
+}
+
+/// What one run of setup does, one line each.
+struct Out {
+    dry_run: bool,
+    lines: Vec<String>,
+    record: undo::Record,
+}
+
+impl Out {
+    fn say(&mut self, done: &str, would: &str) {
+        self.lines
+            .push(if self.dry_run { would } else { done }.to_string());
+    }
+}
+
+/// srt 0.0.83's built-in configuration (`getDefaultConfig` in its
+/// cli.js), what it runs with when it has no settings file: a file made
+/// by setup starts from it, so srt runs as before, now with this helper.
+/// (A file with neither `network` nor `filesystem` is refused by srt.)
+const SRT_DEFAULTS: &str = "{\n  \"network\": {\"allowedDomains\": [], \"deniedDomains\": []},\n  \
+\"filesystem\": {\"denyRead\": [], \"allowRead\": [], \"allowWrite\": [], \"denyWrite\": []}\n}\n";
+
+/// What a settings file setup makes starts as: srt's, [`SRT_DEFAULTS`];
+/// Claude Code's managed settings, an empty object.
+const EMPTY: &str = "{}\n";
+
+/// A JSON file's text and whether it was there (if not, `missing`); Err:
+/// unreadable, or not JSON (the parse error and its line).
+fn read_json(path: &Path, missing: &str) -> Result<(String, bool), String> {
+    let bytes = match crate::settings::read(path) {
+        Ok(b) => b,
+        Err(crate::settings::Unread::Missing) => return Ok((missing.to_string(), false)),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
+    if let Err(e) = json::parse(&text) {
+        let line = e
+            .rsplit("at byte ")
+            .next()
+            .and_then(|n| n.parse::<usize>().ok())
+            .map_or(1, |at| {
+                text.as_bytes()[..at.min(text.len())]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    + 1
+            });
+        return Err(format!(
+            "{}: not valid JSON ({e}, line {line}): left as it is",
+            path.display()
+        ));
+    }
+    Ok((text, true))
+}
+
+/// Sets each `(path, value)` in the JSON file `file`, in one write.
+fn edit_json(
+    out: &mut Out,
+    file: &Path,
+    missing: &str,
+    sets: &[(&[&str], String)],
+) -> Result<(), String> {
+    let file = files::target(file)?;
+    let (before, existed) = read_json(&file, missing)?;
+    let mut text = before.clone();
+    let mut changes = Vec::new();
+    for (path, value) in sets {
+        let key = path.join(".");
+        match edit::set(&text, path, value).map_err(|e| format!("{}: {e}", file.display()))? {
+            None => out
+                .lines
+                .push(format!("unchanged {}: {key} is {value}", file.display())),
+            Some((new, change)) => {
+                out.say(
+                    &format!("changed {}: {key} = {value}", file.display()),
+                    &format!("would change {}: {key} = {value}", file.display()),
+                );
+                text = new;
+                changes.push(change);
+            }
+        }
+    }
+    if changes.is_empty() {
+        return Ok(());
+    }
+    if !out.dry_run {
+        files::write_atomic(&file, text.as_bytes())?;
+    }
+    out.record.files.push(undo::FileChange {
+        path: file,
+        before: existed.then_some(before),
+        after: text,
+        changes,
+    });
+    Ok(())
+}
+
+/// Makes the `bwrap` link in `dir`, unless it is there already.
+fn link(out: &mut Out, dir: &Path, binary: &Path) -> Result<PathBuf, String> {
+    let link = dir.join("bwrap");
+    match files::link_target(&link) {
+        Some(t) if t == binary => {
+            out.lines.push(format!(
+                "unchanged {} -> {}",
+                link.display(),
+                binary.display()
+            ));
+        }
+        _ => {
+            if !out.dry_run {
+                files::make_link(&link, binary)?;
+            }
+            out.say(
+                &format!("made {} -> {}", link.display(), binary.display()),
+                &format!("would make {} -> {}", link.display(), binary.display()),
+            );
+            out.record.links.push((link.clone(), binary.to_path_buf()));
+        }
+    }
+    Ok(link)
+}
+
+/// Whether `dir` comes before every other folder with a `bwrap` on `PATH`;
+/// if not, the line to add and where.
+fn path_order(dir: &Path) -> Option<String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let same = |a: &Path| std::fs::canonicalize(a).ok() == std::fs::canonicalize(dir).ok();
+    for entry in std::env::split_paths(&path) {
+        if same(&entry) {
+            return None;
+        }
+        if entry.join("bwrap").is_file() {
+            break;
+        }
+    }
+    let shell = std::env::var("SHELL").unwrap_or_default();
+    let rc = if shell.ends_with("zsh") {
+        "~/.zshrc"
+    } else if shell.ends_with("bash") {
+        "~/.bashrc"
+    } else {
+        "~/.profile"
+    };
+    Some(format!(
+        "{} does not come before every other bwrap on PATH: add the line \
+         export PATH=\"{}:$PATH\" to {rc} (and restart Claude Code from a new shell)",
+        dir.display(),
+        dir.display()
+    ))
+}
+
+/// The folders srt's settings (`srt_file`) let a sandboxed command write.
+fn writable(srt_file: &Path) -> Vec<(String, PathBuf)> {
+    let settings = read_json(srt_file, SRT_DEFAULTS)
+        .ok()
+        .and_then(|(text, _)| json::parse(&text).ok())
+        .unwrap_or(json::Value::Null);
+    doctor::writable_folders(&settings, doctor::home().as_deref())
+}
+
+/// Err if `path` is inside one of `writable`.
+fn out_of_reach(what: &str, path: &Path, writable: &[(String, PathBuf)]) -> Result<(), String> {
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    match writable
+        .iter()
+        .find(|(_, dir)| path.starts_with(dir) || resolved.starts_with(dir))
+    {
+        Some((why, dir)) => Err(format!(
+            "{what} {} is inside {} ({why}): a sandboxed command could replace it",
+            path.display(),
+            dir.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// This binary, where it is: Err if it is not executable by this user.
+fn this_binary() -> Result<PathBuf, String> {
+    let binary = std::fs::canonicalize("/proc/self/exe")
+        .map_err(|e| format!("/proc/self/exe: {}", crate::error::strerror(&e)))?;
+    if nix::unistd::access(&binary, nix::unistd::AccessFlags::X_OK).is_err() {
+        return Err(format!(
+            "{} is not executable by this user",
+            binary.display()
+        ));
+    }
+    Ok(binary)
+}
+
+/// Runs setup (or undo) and then the doctor; the exit status.
+pub fn run(cfg: &Config) -> i32 {
+    match run_setup(cfg) {
+        Ok(lines) => {
+            for l in &lines {
+                println!("{l}");
+            }
+            let report = doctor::run(&doctor::Config {
+                json: false,
+                srt_settings: cfg.srt_settings.clone().map(OsString::from),
+            });
+            println!("\n{}", report.text());
+            report.exit_code()
+        }
+        Err(e) => {
+            eprintln!("apply-seccomp: setup: {e}");
+            1
+        }
+    }
+}
+
+fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
+    let home = home()?;
+    let record_file = undo::record_file(&home);
+    if cfg.undo {
+        return undo::undo(&record_file, cfg.dry_run);
+    }
+    if cfg.managed && !nix::unistd::geteuid().is_root() {
+        return Err("--managed writes Claude Code's managed settings: run it as root".into());
+    }
+    let srt_file = cfg
+        .srt_settings
+        .clone()
+        .unwrap_or_else(|| home.join(".srt-settings.json"));
+    // Every file read and checked before anything changes.
+    if cfg.srt {
+        read_json(&files::target(&srt_file)?, SRT_DEFAULTS)?;
+    }
+    if cfg.managed {
+        read_json(&files::target(&doctor::managed_settings_file())?, EMPTY)?;
+    }
+    let binary = this_binary()?;
+    let bin_dir = cfg
+        .bin_dir
+        .clone()
+        .unwrap_or_else(|| home.join(".local/bin"));
+    let writable = writable(&srt_file);
+    out_of_reach("this binary", &binary, &writable).map_err(|e| {
+        format!("{e}; install it elsewhere first (cargo install --path . puts it in ~/.cargo/bin)")
+    })?;
+    out_of_reach("the folder for the bwrap link", &bin_dir, &writable)
+        .map_err(|e| format!("{e}; name another with --bin-dir DIR"))?;
+    let mut out = Out {
+        dry_run: cfg.dry_run,
+        lines: Vec::new(),
+        record: undo::Record::default(),
+    };
+    let steps = steps(cfg, &mut out, &srt_file, &bin_dir, &binary);
+    // What was done is recorded even when a later step failed.
+    if !cfg.dry_run {
+        undo::append(&record_file, std::mem::take(&mut out.record))?;
+    }
+    steps.map(|()| out.lines)
+}
+
+fn steps(
+    cfg: &Config,
+    out: &mut Out,
+    srt_file: &Path,
+    bin_dir: &Path,
+    binary: &Path,
+) -> Result<(), String> {
+    let link = link(out, bin_dir, binary)?;
+    let quote = |p: &Path| json::string(p.as_os_str().as_bytes());
+    if cfg.srt {
+        edit_json(
+            out,
+            srt_file,
+            SRT_DEFAULTS,
+            &[
+                (&["seccomp", "applyPath"], quote(binary)),
+                (&["bwrapPath"], quote(&link)),
+            ],
+        )?;
+    }
+    if cfg.claude_code {
+        if let Some(advice) = path_order(bin_dir) {
+            out.lines.push(advice);
+        }
+    }
+    if cfg.managed {
+        edit_json(
+            out,
+            &doctor::managed_settings_file(),
+            EMPTY,
+            &[(&["sandbox", "bwrapPath"], quote(&link))],
+        )?;
+    }
+    Ok(())
+}

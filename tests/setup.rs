@@ -1,0 +1,359 @@
+//! `--setup` and `--setup --undo` (issue 26), in fresh home folders, as
+//! root and as uid 65534: the real srt 0.0.83 CLI then runs its command
+//! through this helper and the shim; undo gives the files back byte for
+//! byte; what the user had in the settings file is kept; what cannot be
+//! set up safely is refused with nothing changed.
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::{NOBODY, User, fixture, is_root, which};
+
+fn users() -> Vec<User> {
+    if is_root() {
+        vec![User::Root, User::Unprivileged]
+    } else {
+        common::skip("not root: the root case is left out");
+        vec![User::Unprivileged]
+    }
+}
+
+fn uid_of(user: User) -> Option<u32> {
+    (user == User::Unprivileged && is_root()).then_some(NOBODY)
+}
+
+/// A fresh home folder of `user`'s with a project folder in it and srt's
+/// settings file written as a user might have it: unknown keys, its own
+/// order, odd spacing.
+fn fresh_home(user: User, tag: &str) -> (PathBuf, String) {
+    let home = common::fresh_folder(&format!("setup-{tag}-{user:?}"));
+    std::fs::create_dir(home.join("project")).unwrap();
+    let settings = format!(
+        "{{\n\t\"myOwnKey\" :  {{\"keep\": [1,2 ,3]}},\n  \"filesystem\":{{\"denyRead\":[],\"allowWrite\":[\"{}\"],\"denyWrite\":[]}},\n  \"network\": {{ \"allowedDomains\": [], \"deniedDomains\": [] }}\n}}\n",
+        home.join("project").display()
+    );
+    std::fs::write(home.join(".srt-settings.json"), &settings).unwrap();
+    if let Some(u) = uid_of(user) {
+        let status = Command::new("chown")
+            .arg("-R")
+            .arg(format!("{u}:{u}"))
+            .arg(&home)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    (home, settings)
+}
+
+/// The helper with `args` as `user`, `HOME` set to `home`.
+fn helper(user: User, home: &Path, binary: &Path, args: &[&str]) -> Output {
+    helper_on(user, home, binary, args, "/usr/local/bin:/usr/bin:/bin")
+}
+
+/// [`helper`] with `PATH` set to `path`.
+fn helper_on(user: User, home: &Path, binary: &Path, args: &[&str], path: &str) -> Output {
+    let mut cmd = Command::new(binary);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", home)
+        .env(
+            "APPLY_SECCOMP_CLAUDE_MANAGED_SETTINGS",
+            home.join("managed-settings.json"),
+        )
+        .current_dir(home)
+        .stdin(Stdio::null());
+    if let Some(u) = uid_of(user) {
+        cmd.uid(u).gid(u);
+    }
+    cmd.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{:?}\n{}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// srt's CLI, with bubblewrap there to run it (else the skip is said).
+fn client() -> Option<&'static Path> {
+    if which("bwrap").is_none() {
+        common::skip("bubblewrap is not installed");
+        return None;
+    }
+    common::srt_package()
+}
+
+/// `srt -c SCRIPT` by its default settings file, as `user` with `home`, in
+/// the project folder, `SRT_DEBUG` on.
+fn srt(package: &Path, user: User, home: &Path, script: &str) -> Output {
+    let mut srt = Command::new(package.join("node_modules/.bin/srt"));
+    srt.arg("-c")
+        .arg(script)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", home)
+        .env("SRT_DEBUG", "1")
+        .current_dir(home.join("project"))
+        .stdin(Stdio::null());
+    if let Some(u) = uid_of(user) {
+        srt.uid(u).gid(u);
+    }
+    srt.output().unwrap()
+}
+
+#[test]
+fn setup_points_srt_at_this_helper_and_undo_gives_every_byte_back() {
+    let Some(package) = client() else {
+        return;
+    };
+    for user in users() {
+        let (home, original) = fresh_home(user, "srt");
+        let settings = home.join(".srt-settings.json");
+        let binary = &fixture().helper;
+        let link = home.join(".local/bin/bwrap");
+        let out = helper(user, &home, binary, &["--setup", "--dry-run"]);
+        let ctx = text(&out);
+        assert!(ctx.contains("would change"), "{user:?}: {ctx}");
+        assert_eq!(read(&settings), original, "{user:?}: the dry run wrote");
+        assert!(!link.exists(), "{user:?}: the dry run made the link");
+
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let owner = std::fs::metadata(&settings).unwrap().uid();
+        let out = helper(user, &home, binary, &["--setup"]);
+        let ctx = text(&out);
+        let meta = std::fs::metadata(&settings).unwrap();
+        assert_eq!(
+            (meta.mode() & 0o7777, meta.uid()),
+            (0o640, owner),
+            "{user:?}"
+        );
+        assert!(
+            ctx.contains(&format!("made {} -> {}", link.display(), binary.display())),
+            "{user:?}: {ctx}"
+        );
+        // The user's keys, order and spacing kept; the two members added
+        // last, spaced as the last one before them.
+        let want = original.replacen(
+            "\"deniedDomains\": [] }\n}",
+            &format!(
+                "\"deniedDomains\": [] }},\n  \"seccomp\": {{\"applyPath\": \"{}\"}},\n  \"bwrapPath\": \"{}\"\n}}",
+                binary.display(),
+                link.display()
+            ),
+            1,
+        );
+        assert_eq!(read(&settings), want, "{user:?}: {ctx}");
+        assert_eq!(std::fs::read_link(&link).unwrap(), *binary);
+
+        // The real client, by its default settings file: this helper runs
+        // the command (its SRT_DEBUG lines), through the shim.
+        let run = srt(
+            package,
+            user,
+            &home,
+            "grep Seccomp_filters /proc/self/status",
+        );
+        let run_ctx = text(&run);
+        assert_eq!(run.status.code(), Some(0), "{user:?}: {run_ctx}");
+        assert!(
+            run_ctx.contains("apply-seccomp: entry: "),
+            "{user:?}: not this helper: {run_ctx}"
+        );
+        assert!(
+            run_ctx.contains("apply-seccomp: bwrap shim: "),
+            "{user:?}: not through the shim: {run_ctx}"
+        );
+        assert!(
+            run_ctx.contains("Seccomp_filters:\t2"),
+            "{user:?}: {run_ctx}"
+        );
+
+        // Twice: nothing changes.
+        let record = home.join(".local/state/apply-seccomp/setup.json");
+        let (s1, r1) = (read(&settings), read(&record));
+        // (With the link's folder first on PATH: no advice about PATH.)
+        let first = format!(
+            "{}:/usr/local/bin:/usr/bin:/bin",
+            link.parent().unwrap().display()
+        );
+        let again = helper_on(user, &home, binary, &["--setup"], &first);
+        let again_ctx = text(&again);
+        assert!(!again_ctx.contains("does not come before"), "{again_ctx}");
+        assert!(
+            !again_ctx
+                .lines()
+                .any(|l| l.starts_with("changed ") || l.starts_with("made ")),
+            "{user:?}: {again_ctx}"
+        );
+        assert!(again_ctx.contains("\nunchanged "), "{user:?}: {again_ctx}");
+        assert_eq!((read(&settings), read(&record)), (s1, r1), "{user:?}");
+
+        // Undo: every byte back, the link and the record gone.
+        let undone = helper(user, &home, binary, &["--setup", "--undo"]);
+        let undo_ctx = text(&undone);
+        assert_eq!(read(&settings), original, "{user:?}: {undo_ctx}");
+        assert!(std::fs::symlink_metadata(&link).is_err(), "{user:?}");
+        assert!(!record.exists(), "{user:?}: {undo_ctx}");
+    }
+}
+
+#[test]
+fn undo_after_the_user_edited_the_file_takes_back_only_what_setup_set() {
+    for user in users() {
+        let (home, _) = fresh_home(user, "edited");
+        let settings = home.join(".srt-settings.json");
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--srt"]);
+        assert!(text(&out).contains("changed "), "{user:?}: {}", text(&out));
+        // The user adds a key of their own and changes bwrapPath.
+        let edited = read(&settings)
+            .replacen("\"myOwnKey\"", "\"added\": true,\n\t\"myOwnKey\"", 1)
+            .replacen(
+                &format!("\"{}\"", home.join(".local/bin/bwrap").display()),
+                "\"/usr/bin/bwrap\"",
+                1,
+            );
+        std::fs::write(&settings, &edited).unwrap();
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--undo"]);
+        let ctx = text(&out);
+        let now = read(&settings);
+        assert!(now.contains("\"added\": true"), "{user:?}: {ctx}\n{now}");
+        assert!(
+            now.contains("\"bwrapPath\": \"/usr/bin/bwrap\""),
+            "{user:?}: {now}"
+        );
+        assert!(!now.contains("applyPath"), "{user:?}: {ctx}\n{now}");
+        assert!(
+            ctx.contains("bwrapPath left (changed since setup)"),
+            "{ctx}"
+        );
+    }
+}
+
+#[test]
+fn what_cannot_be_set_up_safely_is_refused_and_nothing_changes() {
+    for user in users() {
+        // Not JSON: refused with the line, left as it is, no link made.
+        let (home, _) = fresh_home(user, "invalid");
+        let settings = home.join(".srt-settings.json");
+        let bad = "{\n  \"network\": {},\n  \"filesystem\": [,]\n}\n";
+        std::fs::write(&settings, bad).unwrap();
+        let out = helper(user, &home, &fixture().helper, &["--setup"]);
+        let ctx = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{user:?}: {ctx}");
+        assert!(ctx.contains("not valid JSON ("), "{ctx}");
+        assert!(ctx.contains("line 3): left as it is"), "{ctx}");
+        assert_eq!(read(&settings), bad);
+        assert!(!home.join(".local/bin/bwrap").exists());
+
+        // A settings file that is a link someone else made: not followed.
+        if user == User::Root {
+            let (home, _) = fresh_home(user, "link");
+            let settings = home.join(".srt-settings.json");
+            let real = home.join("elsewhere.json");
+            std::fs::rename(&settings, &real).unwrap();
+            std::os::unix::fs::symlink(&real, &settings).unwrap();
+            std::os::unix::fs::lchown(&settings, Some(NOBODY), Some(NOBODY)).unwrap();
+            let before = read(&real);
+            let out = helper(user, &home, &fixture().helper, &["--setup", "--srt"]);
+            let ctx = text(&out);
+            assert_eq!(out.status.code(), Some(1), "{ctx}");
+            assert!(ctx.contains("not by this user: not followed"), "{ctx}");
+            assert_eq!(read(&real), before);
+            let kind = std::fs::symlink_metadata(&settings).unwrap().file_type();
+            assert!(kind.is_symlink());
+            assert!(!home.join(".local/bin/bwrap").exists(), "{ctx}");
+        }
+
+        // The binary inside an allowWrite folder: refused.
+        let (home, original) = fresh_home(user, "inside");
+        let inside = home.join("project/apply-seccomp");
+        common::install(&fixture().helper, &inside, 0o755);
+        let out = helper(user, &home, &inside, &["--setup"]);
+        let ctx = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{user:?}: {ctx}");
+        assert!(
+            ctx.contains("a sandboxed command could replace it"),
+            "{user:?}: {ctx}"
+        );
+        assert!(ctx.contains("allowWrite entry"), "{ctx}");
+        assert_eq!(read(&home.join(".srt-settings.json")), original);
+        assert!(!home.join(".local/bin/bwrap").exists());
+        assert!(!home.join(".local/state/apply-seccomp/setup.json").exists());
+    }
+}
+
+#[test]
+fn managed_settings_are_set_as_root_only_and_undone() {
+    for user in users() {
+        let (home, _) = fresh_home(user, "managed");
+        let managed = home.join("managed-settings.json");
+        let before = "{\"permissions\": {\"deny\": []}}\n";
+        std::fs::write(&managed, before).unwrap();
+        let out = helper(
+            user,
+            &home,
+            &fixture().helper,
+            &["--setup", "--claude-code", "--managed"],
+        );
+        let ctx = text(&out);
+        if uid_of(user).is_some() || !is_root() {
+            assert_eq!(out.status.code(), Some(1), "{ctx}");
+            assert!(ctx.contains("run it as root"), "{ctx}");
+            assert_eq!(read(&managed), before);
+            continue;
+        }
+        let link = home.join(".local/bin/bwrap");
+        assert_eq!(
+            read(&managed),
+            format!(
+                "{{\"permissions\": {{\"deny\": []}}, \"sandbox\": {{\"bwrapPath\": \"{}\"}}}}\n",
+                link.display()
+            ),
+            "{ctx}"
+        );
+        assert!(
+            ctx.contains("does not come before every other bwrap on PATH"),
+            "{ctx}"
+        );
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--undo"]);
+        assert_eq!(read(&managed), before, "{}", text(&out));
+    }
+}
+
+/// No settings file yet: setup makes one from srt's own built-in
+/// configuration (srt refuses a file without `network` and
+/// `filesystem`), so srt runs as it did, now through this helper; undo
+/// removes the file again.
+#[test]
+fn a_missing_settings_file_is_made_from_srts_defaults_and_undo_removes_it() {
+    let Some(package) = client() else {
+        return;
+    };
+    for user in users() {
+        let (home, _) = fresh_home(user, "missing");
+        let settings = home.join(".srt-settings.json");
+        std::fs::remove_file(&settings).unwrap();
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--srt"]);
+        let ctx = text(&out);
+        assert!(settings.exists(), "{user:?}: {ctx}");
+        let run = srt(package, user, &home, "echo ran");
+        let run_ctx = text(&run);
+        assert_eq!(run.status.code(), Some(0), "{user:?}: {run_ctx}");
+        assert!(run_ctx.contains("ran\n"), "{run_ctx}");
+        assert!(run_ctx.contains("apply-seccomp: entry: "), "{run_ctx}");
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--undo"]);
+        assert!(!settings.exists(), "{user:?}: {}", text(&out));
+    }
+}
