@@ -974,6 +974,28 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             s.case(&format!("race-{place}-{who:?}-{join}"), who, &[], &argv);
         }
     }
+    // The placeholder keeper's raw calls (sys/files.rs: flock, renameat2,
+    // getdents64, pidfd_open, ppoll, close_range) and its holder, started
+    // in the shim's memory, on aarch64: a line with a file and a nested
+    // folder's placeholder through the shim; the command finds them there,
+    // cannot write them, and nothing is left once the holder is done.
+    for who in GUESTS {
+        let script = format!(
+            "d=$(mktemp -d /tmp/keep-XXXXXX) && cd $d && SRT_DEBUG=1 {HELPER} --bwrap-shim \
+             --die-with-parent --unshare-pid --ro-bind / / --dev /dev --bind $d $d \
+             --ro-bind /dev/null $d/.bashrc --ro-bind /dev/null $d/.claude/commands/x -- \
+             /bin/sh -c 'test -e .bashrc && echo file; test -d .claude/commands && echo dir; \
+             (echo x > .bashrc) 2>/dev/null || echo refused'; echo rc=$?; \
+             for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do \
+             [ -z \"$(ls -A $d)\" ] && break; sleep 0.1; done; echo \"left=$(ls -A $d)\""
+        );
+        s.case(
+            &format!("keep-{who:?}"),
+            who,
+            &[],
+            &["/bin/sh".to_string(), "-c".into(), script],
+        );
+    }
     s.line("run kernel uname -rm");
     let Some(cases) = boot_guest(
         "aarch64",
@@ -1102,6 +1124,15 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             );
             assert_eq!(case("forwarded").status, 71, "{}", ctx("forwarded"));
         }
+    }
+    for who in GUESTS {
+        let keep = get(&cases, &format!("keep-{who:?}"));
+        let what = format!("{kernel} keep {who:?}: {}", keep.all());
+        assert_eq!(keep.status, 0, "{what}");
+        for want in ["file", "dir", "refused", "rc=0", "left="] {
+            assert!(keep.stdout.lines().any(|l| l == want), "{want}: {what}");
+        }
+        assert!(keep.stderr.contains("placeholders kept ("), "{what}");
     }
     for who in GUESTS {
         for (place, join) in races {

@@ -296,10 +296,13 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
     if cfg.managed && !nix::unistd::geteuid().is_root() {
         return Err("--managed writes Claude Code's managed settings: run it as root".into());
     }
-    let srt_file = cfg
-        .srt_settings
-        .clone()
-        .unwrap_or_else(|| home.join(".srt-settings.json"));
+    // Absolute, as the record keeps it for an undo from anywhere.
+    let cwd = std::env::current_dir().map_err(|e| format!("the current folder: {e}"))?;
+    let srt_file = cwd.join(
+        cfg.srt_settings
+            .clone()
+            .unwrap_or_else(|| home.join(".srt-settings.json")),
+    );
     // Every file read and checked before anything changes.
     if cfg.srt {
         read_json(&files::target(&srt_file)?, SRT_DEFAULTS)?;
@@ -308,10 +311,12 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
         read_json(&files::target(&doctor::managed_settings_file())?, EMPTY)?;
     }
     let binary = this_binary()?;
-    let bin_dir = cfg
-        .bin_dir
-        .clone()
-        .unwrap_or_else(|| home.join(".local/bin"));
+    // Absolute: the settings name the link from wherever srt runs.
+    let bin_dir = cwd.join(
+        cfg.bin_dir
+            .clone()
+            .unwrap_or_else(|| home.join(".local/bin")),
+    );
     let writable = writable(&srt_file);
     out_of_reach("this binary", &binary, &writable).map_err(|e| {
         format!("{e}; install it elsewhere first (cargo install --path . puts it in ~/.cargo/bin)")
