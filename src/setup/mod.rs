@@ -64,6 +64,18 @@ pub fn parse(args: &[OsString]) -> Result<Config, String> {
             }
         }
     }
+    if cfg.undo
+        && cfg
+            != (Config {
+                undo: true,
+                dry_run: cfg.dry_run,
+                ..Config::default()
+            })
+    {
+        return Err(
+            "--setup --undo takes only --dry-run: it reverts all that setup recorded".into(),
+        );
+    }
     if !cfg.srt && !cfg.claude_code {
         cfg.srt = true;
         cfg.claude_code = true;
@@ -370,4 +382,27 @@ fn steps(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(w: &[&str]) -> Vec<OsString> {
+        w.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn options() {
+        let both = parse(&[]).unwrap();
+        assert!(both.srt && both.claude_code && !both.managed && !both.undo);
+        let srt = parse(&words(&["--srt", "--srt-settings", "f.json"])).unwrap();
+        assert!(srt.srt && !srt.claude_code);
+        assert_eq!(srt.srt_settings, Some(PathBuf::from("f.json")));
+        assert!(parse(&words(&["--managed"])).unwrap().claude_code);
+        assert!(parse(&words(&["--undo", "--dry-run"])).unwrap().undo);
+        assert!(parse(&words(&["--undo", "--srt"])).is_err());
+        assert!(parse(&words(&["--bin-dir"])).is_err());
+        assert!(parse(&words(&["setup"])).is_err());
+    }
 }
