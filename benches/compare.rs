@@ -396,20 +396,10 @@ fn main() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A Claude Code line's placeholders in a fresh git folder: srt 0.0.83's
-/// own eleven (`--ro-bind /dev/null`; its twelfth, `.claude`, an empty
-/// folder, gives way to the five below it that Claude Code adds), folders
-/// marked `/`. `.claude` itself comes to 17 places.
-const PLACEHOLDERS: [&str; 16] = [
-    ".gitconfig",
-    ".gitmodules",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-    ".ripgreprc",
-    ".mcp.json",
+/// What a Claude Code line adds to srt's denied files: srt's two folders
+/// and, where srt's `.claude` (an empty folder) gives way, the five paths
+/// below it that Claude Code protects; folders marked `/`.
+const PLACEHOLDER_FOLDERS: [&str; 7] = [
     ".vscode",
     ".idea",
     ".claude/settings.json",
@@ -418,6 +408,18 @@ const PLACEHOLDERS: [&str; 16] = [
     ".claude/agents/",
     ".claude/skills/",
 ];
+
+/// A Claude Code line's placeholders in a fresh git folder: srt 0.0.83's
+/// own eleven (`--ro-bind /dev/null` each of its denied files and
+/// folders) and Claude Code's five below `.claude`; with `.claude` itself,
+/// made above them, 17 places.
+fn placeholders() -> Vec<&'static str> {
+    common::SRT_DENIED_FILES
+        .iter()
+        .chain(&PLACEHOLDER_FOLDERS)
+        .copied()
+        .collect()
+}
 
 /// The placeholder keeper's cost: `bwrap ... true` with srt's options and
 /// placeholders, through the shim (which makes, holds and removes them)
@@ -441,7 +443,7 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
     let w = work.to_string_lossy().into_owned();
     let mut line: Vec<String> = BWRAP_OPTIONS.iter().map(|s| s.to_string()).collect();
     line.extend(["--bind".into(), w.clone(), w.clone()]);
-    for p in PLACEHOLDERS {
+    for p in placeholders() {
         let source = if p.ends_with('/') {
             empty.to_string_lossy().into_owned()
         } else {
@@ -460,7 +462,7 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
     .concat();
     // What bubblewrap made, deepest first, as the client removes it.
     let clean = || {
-        for p in PLACEHOLDERS.iter().rev().chain(&[".claude"]) {
+        for p in placeholders().iter().rev().chain(&[".claude"]) {
             let path = work.join(p.trim_end_matches('/'));
             let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir(&path));
         }
@@ -486,7 +488,7 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
     let ratio = median(b.iter().zip(&a).map(|(s, d)| s / d).collect());
     println!(
         "\n| {} placeholders, bwrap (srt options) `true` | bubblewrap direct | through the shim | shim / direct (median of ratios) |",
-        PLACEHOLDERS.len() + 1
+        placeholders().len() + 1
     );
     println!("|---|---|---|---|");
     println!(

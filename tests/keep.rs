@@ -128,25 +128,11 @@ fn ready() -> bool {
     common::srt_package().is_some()
 }
 
-/// The file names srt 0.0.83 protects in a git folder (its folders are
-/// `.vscode`, `.idea`, `.claude/commands`, `.claude/agents`).
-const DENIED_FILES: [&str; 9] = [
-    ".gitconfig",
-    ".gitmodules",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-    ".ripgreprc",
-    ".mcp.json",
-];
-
 /// The attack: every path the srt CLI denies written (folders made
 /// first), each success said. (The CLI does not deny `.claude/settings.json`;
 /// Claude Code adds that one.)
 fn write_everything() -> String {
-    let files = DENIED_FILES
+    let files = common::SRT_DENIED_FILES
         .iter()
         .chain(&[
             ".vscode/tasks.json",

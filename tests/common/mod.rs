@@ -427,3 +427,18 @@ pub fn fresh_folder(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The file names srt 0.0.83 protects in a git folder (its folders are
+/// `.vscode`, `.idea`, `.claude/commands`, `.claude/agents`): the
+/// placeholder tests and the keeper's benchmark.
+pub const SRT_DENIED_FILES: [&str; 9] = [
+    ".gitconfig",
+    ".gitmodules",
+    ".bashrc",
+    ".bash_profile",
+    ".zshrc",
+    ".zprofile",
+    ".profile",
+    ".ripgreprc",
+    ".mcp.json",
+];
