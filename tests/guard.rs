@@ -16,16 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::threats::WAYS;
-use common::{BWRAP_OPTIONS, NOBODY, User, fixture, is_root};
-
-fn users() -> Vec<User> {
-    if is_root() {
-        vec![User::Root, User::Unprivileged]
-    } else {
-        common::skip("not root: the root cases are left out");
-        vec![User::Unprivileged]
-    }
-}
+use common::{BWRAP_OPTIONS, NOBODY, User, fixture, is_root, users};
 
 fn have_bwrap() -> bool {
     common::which("bwrap").is_some() || common::skip("bubblewrap is not installed")
@@ -128,6 +119,23 @@ fn wait_for(child: &mut Child, limit: Duration) -> Option<std::process::ExitStat
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Waits (10 s at most) for a spinning sandbox of trial `trial` to be
+/// stopped by the guard: exit status 125 and the guard's words; its
+/// standard error.
+fn stopped_by_the_guard(child: &mut Child, trial: u32) -> String {
+    let Some(status) = wait_for(child, Duration::from_secs(10)) else {
+        let _ = child.kill();
+        panic!("trial {trial}: the spinning command was never stopped");
+    };
+    let err = read_all(child.stderr.take());
+    assert_eq!(status.code(), Some(125), "trial {trial}: {err}");
+    assert!(
+        err.contains("the command was stopped"),
+        "trial {trial}: {err}"
+    );
+    err
 }
 
 fn read_all(r: Option<impl Read>) -> String {
@@ -806,16 +814,7 @@ fn a_command_spinning_on_the_write_is_still_stopped() {
         ];
         let (mut child, _lines) = start_sandbox(user, &dir, &argv, "spinning");
         std::fs::remove_file(dir.join("P")).unwrap();
-        let Some(status) = wait_for(&mut child, Duration::from_secs(10)) else {
-            let _ = child.kill();
-            panic!("trial {trial}: the spinning command was never stopped");
-        };
-        let err = read_all(child.stderr.take());
-        assert_eq!(status.code(), Some(125), "trial {trial}: {err}");
-        assert!(
-            err.contains("the command was stopped"),
-            "trial {trial}: {err}"
-        );
+        let err = stopped_by_the_guard(&mut child, trial);
         if std::fs::read_to_string(dir.join("P")).is_ok_and(|t| t == "pwned\n") {
             landed += 1;
             assert!(
@@ -927,16 +926,7 @@ fn a_protection_renamed_away_while_the_command_spins_is_stopped() {
             std::os::unix::fs::chown(dir.join("F.new"), Some(NOBODY), Some(NOBODY)).unwrap();
         }
         std::fs::rename(dir.join("F.new"), dir.join("F")).unwrap();
-        let Some(status) = wait_for(&mut child, Duration::from_secs(10)) else {
-            let _ = child.kill();
-            panic!("trial {trial}: the spinning command was never stopped");
-        };
-        let err = read_all(child.stderr.take());
-        assert_eq!(status.code(), Some(125), "trial {trial}: {err}");
-        assert!(
-            err.contains("the command was stopped"),
-            "trial {trial}: {err}"
-        );
+        stopped_by_the_guard(&mut child, trial);
         if std::fs::read_to_string(dir.join("F")).is_ok_and(|t| t.contains("PWNED")) {
             landed += 1;
         }

@@ -13,20 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{NOBODY, User, fixture, is_root, which};
-
-fn users() -> Vec<User> {
-    if is_root() {
-        vec![User::Root, User::Unprivileged]
-    } else {
-        common::skip("not root: the root cases are left out");
-        vec![User::Unprivileged]
-    }
-}
-
-fn uid_of(user: User) -> Option<u32> {
-    (user == User::Unprivileged && is_root()).then_some(NOBODY)
-}
+use common::{User, fixture, uid_of, users, which};
 
 /// A link `bwrap -> apply-seccomp`, for `bwrapPath`.
 fn shim() -> &'static Path {

@@ -10,20 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{NOBODY, User, fixture, is_root, which};
-
-fn users() -> Vec<User> {
-    if is_root() {
-        vec![User::Root, User::Unprivileged]
-    } else {
-        common::skip("not root: the root case is left out");
-        vec![User::Unprivileged]
-    }
-}
-
-fn uid_of(user: User) -> Option<u32> {
-    (user == User::Unprivileged && is_root()).then_some(NOBODY)
-}
+use common::{NOBODY, User, fixture, is_root, uid_of, users, which};
 
 /// A fresh home folder of `user`'s with a project folder in it and srt's
 /// settings file written as a user might have it: unknown keys, its own

@@ -69,7 +69,9 @@ pub(super) struct Renames {
 /// the watches removed first and the stub off the CPU for a moment (a
 /// sleep of a nanosecond: one timer-slack wait, about 60 us), the close
 /// takes tens of microseconds: measured slow in 95 of 100 closes without,
-/// 1 of 100 with (a busy wait of 1 ms does not help: leaving the CPU does).
+/// 1 of 100 with (a busy wait of 1 ms does not help, nor removing the
+/// watches earlier and then blocking in `poll` until init's exit: 20 ms a
+/// run again; the sleep does).
 impl Drop for Renames {
     fn drop(&mut self) {
         let mut removed = false;

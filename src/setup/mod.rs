@@ -240,11 +240,10 @@ fn path_order(dir: &Path) -> Option<String> {
     ))
 }
 
-/// The folders srt's settings (`srt_file`) let a sandboxed command write.
-fn writable(srt_file: &Path) -> Vec<(String, PathBuf)> {
-    let settings = read_json(srt_file, SRT_DEFAULTS)
-        .ok()
-        .and_then(|(text, _)| json::parse(&text).ok())
+/// The folders srt's settings (their text) let a sandboxed command write.
+fn writable(srt_text: Option<&str>) -> Vec<(String, PathBuf)> {
+    let settings = srt_text
+        .and_then(|text| json::parse(text).ok())
         .unwrap_or(json::Value::Null);
     doctor::writable_folders(&settings, doctor::home().as_deref())
 }
@@ -315,9 +314,11 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
             .clone()
             .unwrap_or_else(|| home.join(".srt-settings.json")),
     );
-    // Every file read and checked before anything changes.
+    // Every file read and checked before anything changes (srt's also
+    // for where commands may write, whichever client is set up).
+    let srt_now = files::target(&srt_file).and_then(|f| read_json(&f, SRT_DEFAULTS));
     if cfg.srt {
-        read_json(&files::target(&srt_file)?, SRT_DEFAULTS)?;
+        srt_now.clone()?;
     }
     if cfg.managed {
         read_json(&files::target(&doctor::managed_settings_file())?, EMPTY)?;
@@ -329,7 +330,7 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
             .clone()
             .unwrap_or_else(|| home.join(".local/bin")),
     );
-    let writable = writable(&srt_file);
+    let writable = writable(srt_now.as_ref().ok().map(|(text, _)| text.as_str()));
     out_of_reach("this binary", &binary, &writable).map_err(|e| {
         format!("{e}; install it elsewhere first (cargo install --path . puts it in ~/.cargo/bin)")
     })?;

@@ -106,10 +106,9 @@ pub fn run(args: &[OsString]) -> i32 {
     // The `--args` words go on bubblewrap's line, where the mount guard
     // reads what protects the sandbox; the fds, which bubblewrap would have
     // read and closed, close on exec. Too long for exec: as given.
-    let inlined = (!fds.is_empty() && fds.iter().all(|&fd| sys::set_cloexec(fd, true).is_ok()))
+    let mut inlined = (!fds.is_empty() && fds.iter().all(|&fd| sys::set_cloexec(fd, true).is_ok()))
         .then(|| line(&shim::inline_args(&rewrite.args, &rewrite.args_files)));
-    let mut lines: Vec<Vec<OsString>> = inlined.into_iter().collect();
-    lines.push(line(&rewrite.args));
+    let mut plain = line(&rewrite.args);
     let reopen = || {
         debug(debug_on, || {
             "bwrap shim: the --args words do not fit on bubblewrap's line (E2BIG): --args \
@@ -132,7 +131,8 @@ pub fn run(args: &[OsString]) -> i32 {
         .flatten()
         .map(|s| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(s)))
         .collect();
-    match shim::keep::Keeper::keep(&mut lines[0][1..], &writable) {
+    let first = inlined.as_mut().unwrap_or(&mut plain);
+    match shim::keep::Keeper::keep(&mut first[1..], &writable) {
         Ok(keeper) => {
             debug(debug_on, || format!("bwrap shim: {}", keeper.note));
             if let Err(why) = keeper.detach() {
@@ -143,14 +143,14 @@ pub fn run(args: &[OsString]) -> i32 {
         }
         Err(why) => debug(debug_on, || format!("bwrap shim: {why}")),
     }
-    if lines.len() > 1 {
-        let err = exec_bwrap(&lines[0]);
+    if let Some(inlined) = &inlined {
+        let err = exec_bwrap(inlined);
         if err.raw_os_error() != Some(libc::E2BIG) {
             return exec_failed(&real, err);
         }
         reopen();
     }
-    let err = exec_bwrap(&lines[lines.len() - 1]);
+    let err = exec_bwrap(&plain);
     exec_failed(&real, err)
 }
 

@@ -1,12 +1,16 @@
-//! The file calls of the bwrap shim's placeholder keeper (shim/keep/),
-//! made with the raw instruction (raw.rs): the keeper's holder runs in
-//! the shim's memory while the shim goes on to exec bubblewrap
+//! File calls made with the raw instruction (raw.rs), above all those of
+//! the bwrap shim's placeholder keeper (shim/keep/): the keeper's holder
+//! runs in the shim's memory while the shim goes on to exec bubblewrap
 //! ([`super::spawn_shared`]), so it may not touch libc's errno nor
 //! allocate, and the shim makes the same calls through the same wrappers.
 //! `flock`, `renameat2(RENAME_NOREPLACE)`; `stat`, `open`, `mkdir` and
 //! `unlink` relative to a folder; reading a folder's names into a buffer;
 //! closing every descriptor but some; `pidfd_open`, `setsid`, waiting for
-//! a descriptor. Never called by the helper's own processes.
+//! a descriptor. The outer stub uses `open_at`, `readlink_at` and the
+//! small-file reads (the mount guard, the capability-free ruleset, the
+//! terminal): one system call each where musl's `open` makes two (it
+//! follows `O_CLOEXEC` with an `fcntl`). `read_file_at` allocates: the
+//! stub's only, never between fork and exec.
 
 use std::ffi::CStr;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
@@ -103,7 +107,7 @@ pub fn readlink_at(dir: RawFd, name: &CStr, buf: &mut [u8]) -> Result<usize, Err
 /// 0), in plain reads into a buffer that doubles when full: an open, the
 /// reads, a close.
 pub fn read_file_at(dir: RawFd, name: &CStr) -> Result<Vec<u8>, Errno> {
-    let fd = open_path_at(dir, name, libc::O_RDONLY)?;
+    let fd = owned(open_at(dir, name, libc::O_RDONLY, 0)?);
     let mut text = vec![0u8; 4096];
     let mut len = 0;
     loop {
@@ -124,7 +128,7 @@ pub fn read_file_at(dir: RawFd, name: &CStr) -> Result<Vec<u8>, Errno> {
 /// The start of the file `path`: one read into `buf`, how many bytes.
 /// Allocates nothing.
 pub fn read_head(path: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
-    let fd = open_path_at(libc::AT_FDCWD, path, libc::O_RDONLY)?;
+    let fd = open_path(path, libc::O_RDONLY)?;
     loop {
         match super::raw_read(std::os::fd::AsRawFd::as_raw_fd(&fd), buf) {
             Err(Errno::EINTR) => {}
@@ -133,15 +137,9 @@ pub fn read_head(path: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
     }
 }
 
-fn open_path_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<OwnedFd, Errno> {
-    open_at(dir, name, flags, 0).map(owned)
-}
-
-/// `open(path, flags | O_CLOEXEC)`, owned. (libc's `open` on musl
-/// follows the call with an `fcntl(F_SETFD)` for `O_CLOEXEC`; this makes
-/// one call.)
+/// [`super::raw_open`], owned.
 pub fn open_path(path: &CStr, flags: libc::c_int) -> Result<OwnedFd, Errno> {
-    open_path_at(libc::AT_FDCWD, path, flags)
+    super::raw_open(path, flags).map(owned)
 }
 
 /// `openat(dir, name, flags | O_CLOEXEC, mode)`: the new descriptor, a

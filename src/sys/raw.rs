@@ -124,21 +124,7 @@ pub fn raw_close(fd: RawFd) {
 /// `openat(AT_FDCWD, path, flags|O_CLOEXEC)`: an existing file (no
 /// `O_CREAT`).
 pub fn raw_open(path: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
-    // SAFETY: a NUL-terminated path; no mode is read without O_CREAT.
-    raw_result(unsafe {
-        syscall6(
-            libc::SYS_openat,
-            [
-                libc::AT_FDCWD as usize,
-                path.as_ptr() as usize,
-                ((flags & !libc::O_CREAT) | libc::O_CLOEXEC) as usize,
-                0,
-                0,
-                0,
-            ],
-        )
-    })
-    .map(|fd| fd as RawFd)
+    super::open_at(libc::AT_FDCWD, path, flags & !libc::O_CREAT, 0)
 }
 
 /// Writes `bytes` to the existing file `path` (openat, write, close).

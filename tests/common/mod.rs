@@ -442,3 +442,21 @@ pub const SRT_DENIED_FILES: [&str; 9] = [
     ".ripgreprc",
     ".mcp.json",
 ];
+
+/// Root (when the tests run as root) and the unprivileged user; without
+/// root the root cases are skipped, and said so.
+pub fn users() -> Vec<User> {
+    if is_root() {
+        vec![User::Root, User::Unprivileged]
+    } else {
+        skip("not root: the root cases are left out");
+        vec![User::Unprivileged]
+    }
+}
+
+/// The uid a command of `user`'s is dropped to: uid 65534 for the
+/// unprivileged user when the tests run as root, else none (it runs as the
+/// tests do).
+pub fn uid_of(user: User) -> Option<u32> {
+    (user == User::Unprivileged && is_root()).then_some(NOBODY)
+}

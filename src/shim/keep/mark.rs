@@ -233,23 +233,17 @@ fn placeholder_in(dir: RawFd, name: &CStr) -> bool {
         libc::S_IFREG if st.st_size == 0 => true,
         libc::S_IFREG => marked_file(dir, name, &st).map(sys::raw_close).is_ok(),
         libc::S_IFDIR => {
-            let Ok(inner) = sys::open_at(
-                dir,
-                name,
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-                0,
-            ) else {
+            let Ok(inner) = open_folder(dir, name) else {
                 return false;
             };
             let mut count = 0;
             let mut marked = false;
             let mut buf = [0u8; 1024];
-            let read = sys::each_name(inner, &mut buf, |n| {
+            let read = sys::each_name(inner.as_raw_fd(), &mut buf, |n| {
                 count += 1;
                 marked |= n == DIR_MARK;
                 count <= 3
             });
-            sys::raw_close(inner);
             read.is_ok() && (count <= 2 || marked)
         }
         _ => false,

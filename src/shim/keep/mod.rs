@@ -97,7 +97,10 @@ fn empty_dir() -> Result<PathBuf, Errno> {
 struct Kept {
     /// The folder it is in.
     dir: Rc<OwnedFd>,
-    path: Vec<u8>,
+    /// Its name there.
+    name: CString,
+    /// How many folders down its path goes.
+    depth: usize,
     held: Held,
 }
 
@@ -192,19 +195,15 @@ impl Keeper {
             .map_err(|e| format!("pidfd_open: {}", e.desc()))?;
         let mut items = Vec::with_capacity(self.kept.len());
         for k in &self.kept {
-            let Some((_, name)) = split(&k.path) else {
-                continue;
-            };
-            let nul = |_| "a NUL in a path".to_string();
             items.push(hold::Item {
                 dir: k.dir.as_raw_fd(),
-                name: CString::new(name).map_err(nul)?,
-                passing: mark::passing_name(OsStr::from_bytes(name))
+                passing: mark::passing_name(OsStr::from_bytes(k.name.as_bytes()))
                     .map_err(|e| e.desc().to_string())?,
+                name: k.name.clone(),
                 kind: k.held.kind,
                 fd: k.held.fd.as_raw_fd(),
                 id: k.held.id,
-                depth: k.path.iter().filter(|&&b| b == b'/').count(),
+                depth: k.depth,
             });
         }
         let plan = hold::Plan::new(self.lock.as_raw_fd(), me.as_raw_fd(), items);
@@ -228,7 +227,7 @@ fn folder(folders: &mut Vec<(Vec<u8>, Rc<OwnedFd>)>, path: &[u8]) -> Result<Rc<O
 
 fn open_folder(path: &[u8]) -> Result<OwnedFd, Errno> {
     let path = CString::new(path).map_err(|_| Errno::EINVAL)?;
-    sys::open_at(libc::AT_FDCWD, &path, libc::O_RDONLY | libc::O_DIRECTORY, 0).map(sys::owned)
+    sys::open_path(&path, libc::O_RDONLY | libc::O_DIRECTORY)
 }
 
 /// Makes or takes one place: the hold, and whether it was made now. Err:
@@ -268,7 +267,8 @@ fn take(
     Ok((
         Kept {
             dir,
-            path: place.dest.clone(),
+            name: cname,
+            depth: place.dest.iter().filter(|&&b| b == b'/').count(),
             held,
         },
         fresh,
