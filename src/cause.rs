@@ -28,6 +28,46 @@ pub enum Probe {
     Inconclusive(Errno),
 }
 
+/// Which way into isolation the helper may take (`--way-in=WAY`). It
+/// lives here, below the entry (userns.rs) and the messages (error.rs),
+/// with the rule both follow: [`WayIn::falls_back`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WayIn {
+    /// Namespaces where the kernel grants them; the capability-free way
+    /// where a new user namespace grants no usable capability.
+    #[default]
+    Auto,
+    /// Namespaces only: fail (with the cause) rather than fall back.
+    Namespaces,
+    /// The capability-free way, whatever the kernel would grant (tests,
+    /// benchmarks).
+    CapabilityFree,
+}
+
+impl WayIn {
+    pub fn parse(word: &[u8]) -> Option<WayIn> {
+        match word {
+            b"auto" => Some(WayIn::Auto),
+            b"namespaces" => Some(WayIn::Namespaces),
+            b"capability-free" => Some(WayIn::CapabilityFree),
+            _ => None,
+        }
+    }
+
+    /// Whether the entry takes the capability-free way after `refusal`:
+    /// only when the caller left the choice to the helper and no
+    /// capability in a new user namespace can be used here.
+    pub fn falls_back(self, refusal: &Refusal) -> bool {
+        self == WayIn::Auto && refusal.capabilities_denied()
+    }
+
+    /// Whether a refusal's message should say the capability-free way
+    /// would have run: `--way-in=namespaces` forbade it where it could.
+    pub fn forbade_fallback(self, refusal: &Refusal) -> bool {
+        self == WayIn::Namespaces && refusal.capabilities_denied()
+    }
+}
+
 /// A kernel setting read for a message: its sysctl name and value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setting {

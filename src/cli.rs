@@ -8,6 +8,7 @@
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
+use crate::cause::WayIn;
 use crate::error::Error;
 use crate::{doctor, race, setup};
 
@@ -50,31 +51,6 @@ pub const FEATURES: [&str; 6] = [
     // (guard/).
     "mount-guard",
 ];
-
-/// Which way into isolation the helper may take (`--way-in=WAY`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WayIn {
-    /// Namespaces where the kernel grants them; the capability-free way
-    /// where a new user namespace grants no usable capability.
-    #[default]
-    Auto,
-    /// Namespaces only: fail (with the cause) rather than fall back.
-    Namespaces,
-    /// The capability-free way, whatever the kernel would grant (tests,
-    /// benchmarks).
-    CapabilityFree,
-}
-
-impl WayIn {
-    fn parse(word: &[u8]) -> Option<WayIn> {
-        match word {
-            b"auto" => Some(WayIn::Auto),
-            b"namespaces" => Some(WayIn::Namespaces),
-            b"capability-free" => Some(WayIn::CapabilityFree),
-            _ => None,
-        }
-    }
-}
 
 /// The environment variables the helper reads.
 #[derive(Clone, Debug, Default)]

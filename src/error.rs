@@ -6,8 +6,7 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
-use crate::cause::{Lack, Refusal, SCOPED_ABI};
-use crate::cli::WayIn;
+use crate::cause::{Lack, Refusal, SCOPED_ABI, WayIn};
 
 /// The last line of a policy refusal's message: where the whole picture is.
 pub const DOCTOR_LINE: &str =
@@ -249,7 +248,7 @@ impl fmt::Display for Error {
                     strerror(source),
                     refusal.hint()
                 )?;
-                if *way == WayIn::Namespaces && refusal.capabilities_denied() {
+                if way.forbade_fallback(refusal) {
                     write!(
                         f,
                         "; the capability-free way in runs here without them: leave out \

@@ -65,7 +65,9 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
         cli::parse(&args, &cli::Env::from_process())
     };
     match action {
-        Ok(Action::BwrapShim(args)) => shim::run::run(&args),
+        Ok(Action::BwrapShim(args)) => {
+            shim::run::run(&args, cli::Env::from_process().debug_enabled())
+        }
         Ok(Action::Help) => print_out(&help()),
         Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", env!("CARGO_PKG_VERSION"))),
         Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),

@@ -25,8 +25,7 @@ use nix::errno::Errno;
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::prctl;
 
-use crate::cause::{Probe, Refusal, Settings};
-use crate::cli::WayIn;
+use crate::cause::{Probe, Refusal, Settings, WayIn};
 use crate::error::{Error, Step};
 use crate::sys;
 use crate::threads::{self, ThreadWait};
@@ -144,7 +143,7 @@ pub fn enter(backoff: &Backoff, way: WayIn) -> Result<Entry, Error> {
                 probe: with_dumpable(|| Ok(probe()))?,
                 settings: Settings::default(),
             };
-            if refusal.capabilities_denied() && way == WayIn::Auto {
+            if way.falls_back(&refusal) {
                 return Ok(Entry {
                     path: Path::CapabilityFree {
                         refusal: Some(refusal),

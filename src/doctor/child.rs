@@ -8,8 +8,7 @@ use nix::errno::Errno;
 
 use super::machine::status_field;
 use crate::capfree;
-use crate::cause::NARROWEST_FIX;
-use crate::cli::WayIn;
+use crate::cause::{NARROWEST_FIX, WayIn};
 use crate::error::{Error, Step, strerror};
 use crate::userns::{self, Backoff, Path as EntryPath};
 

@@ -5,13 +5,16 @@
 //! its own executable), somewhere in the script it hands bwrap. Invoked as
 //! `bwrap` (a symlink first on PATH) or as `apply-seccomp --bwrap-shim`,
 //! this binary rewrites that prefix to its own path, adds `--ro-bind P P`
-//! so the path exists inside the sandbox, and execs the real bubblewrap:
-//! no extra process, same exit status and signals. Anything it does not
-//! recognise passes through unchanged, never half-rewritten.//!
+//! so the path exists inside the sandbox, keeps the line's placeholders
+//! (keep/), and execs the real bubblewrap in its own process: the same
+//! pid, exit status and signals. Anything it does not recognise passes
+//! through unchanged, never half-rewritten.
+//!
 //! This file: the rewrite (pure) and the `--args` files it reads; find.rs:
 //! which bubblewrap to run, never looping; log.rs: the replayable record
-//! of `APPLY_SECCOMP_LOG`. Called by main.rs's `bwrap_shim`, and (the
-//! search) by the doctor.
+//! of `APPLY_SECCOMP_LOG`; run.rs: the entry, called by main.rs; keep/: the
+//! placeholder keeper. The doctor uses the search and the keeper's list of
+//! leftovers.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};

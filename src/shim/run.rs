@@ -9,11 +9,11 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 
 use crate::error::{self, Error};
-use crate::{cli, debug, shim, sys};
+use crate::{debug, shim, sys};
 
-/// The `bwrap` shim: rewrite, then exec the real bubblewrap.
-pub fn run(args: &[OsString]) -> i32 {
-    let debug_on = cli::Env::from_process().debug_enabled();
+/// The `bwrap` shim: rewrite, then exec the real bubblewrap; `debug_on`:
+/// `SRT_DEBUG` asks for its lines.
+pub fn run(args: &[OsString], debug_on: bool) -> i32 {
     let fail = |what: String| {
         eprintln!("apply-seccomp: bwrap shim: {what}");
         error::EXIT_SETUP
