@@ -240,7 +240,8 @@ fn what_cannot_be_set_up_safely_is_refused_and_nothing_changes() {
         let ctx = text(&out);
         assert_eq!(out.status.code(), Some(1), "{user:?}: {ctx}");
         assert!(ctx.contains("not valid JSON ("), "{ctx}");
-        assert!(ctx.contains("line 3): left as it is"), "{ctx}");
+        assert!(ctx.contains("at line 3 column"), "{ctx}");
+        assert!(ctx.contains("): left as it is"), "{ctx}");
         assert_eq!(read(&settings), bad);
         assert!(!home.join(".local/bin/bwrap").exists());
 

@@ -125,7 +125,7 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
                 format!(
                     "{}: holds {}, not an object: srt refuses it",
                     file.display(),
-                    other.kind()
+                    json::kind(&other)
                 ),
                 "make it a JSON object ({\"seccomp\": {\"applyPath\": ...}, ...})",
             )];
@@ -280,7 +280,7 @@ pub(super) fn binary_at(
             format!(
                 "{}: {key} is {}, not a string",
                 file.display(),
-                value.kind()
+                json::kind(value)
             ),
             None,
         ));

@@ -125,19 +125,8 @@ fn read_json(path: &Path, missing: &str) -> Result<(String, bool), String> {
     };
     let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()))?;
     if let Err(e) = json::parse(&text) {
-        let line = e
-            .rsplit("at byte ")
-            .next()
-            .and_then(|n| n.parse::<usize>().ok())
-            .map_or(1, |at| {
-                text.as_bytes()[..at.min(text.len())]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count()
-                    + 1
-            });
         return Err(format!(
-            "{}: not valid JSON ({e}, line {line}): left as it is",
+            "{}: not valid JSON ({e}): left as it is",
             path.display()
         ));
     }
