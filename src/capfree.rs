@@ -5,7 +5,7 @@
 //! and a Landlock domain that scopes signals and abstract Unix sockets and,
 //! as every Landlock domain does, bars ptrace-mode access (ptrace,
 //! `/proc/<pid>/mem`, `environ`, `fd`, ...) to every process outside it.
-//! None of that needs a capability. README, "Two ways in", holds the table
+//! None of that needs a capability. docs/ways-in.md holds the table
 //! of how each THREATS row is held on either way.
 //!
 //! With no PID namespace, the processes outside are in the command's
@@ -173,7 +173,7 @@ pub fn ruleset() -> Result<Domain, Lack> {
 }
 
 /// The `SRT_DEBUG` line: what the domain holds, and what stays within
-/// the command's reach on this way (README, "Two ways in").
+/// the command's reach on this way (docs/ways-in.md).
 pub fn describe(domain: &Domain) -> String {
     let carved: Vec<String> = domain
         .carved

@@ -254,7 +254,7 @@ pub enum Lack {
 pub const SCOPED_ABI: i32 = 6;
 
 /// The narrowest fix where capabilities are denied and Landlock cannot
-/// stand in. Checked in the AppArmor VM (tests/vm.rs, README): on Debian
+/// stand in. Checked in the AppArmor VM (tests/vm.rs, docs/ways-in.md): on Debian
 /// 13's 6.12 with AppArmor 4.1.0, `priority=100 allow capability,` in
 /// `local/unpriv_bwrap` is accepted by the parser and still denied, so no
 /// local override lifts the profile's `audit deny capability` for one

@@ -792,7 +792,7 @@ fn clients_looping_in_one_folder_never_write_a_denied_path() {
 /// tight loop from before the host deletes the placeholder. The guard must
 /// still stop it every time; how often the write got in first (within the
 /// guard's reaction time) is reported, not asserted: it is the race the
-/// README describes, and only the client can close it.
+/// docs/mount-guard.md describes, and only the client can close it.
 #[test]
 fn a_command_spinning_on_the_write_is_still_stopped() {
     if !have_bwrap() {

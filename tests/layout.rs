@@ -1,4 +1,4 @@
-//! The layout stays what the README's architecture section says: every
+//! The layout stays what docs/architecture.md says: every
 //! source file is named there, no source file outgrows about 400 lines
 //! (unless one concern needs more, listed here with why), only `sys`
 //! holds `unsafe`, and every `sys` file says which processes call it.
@@ -38,22 +38,16 @@ fn all() -> Vec<(String, String)> {
 }
 
 #[test]
-fn every_source_file_is_in_the_readmes_architecture_section() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme
-        .find("## Architecture")
-        .expect("an Architecture section");
-    let section = &readme[start
-        ..readme[start + 3..]
-            .find("\n## ")
-            .map_or(readme.len(), |e| e + start + 3)];
+fn every_source_file_is_in_the_architecture_document() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .unwrap();
     for (rel, _) in all() {
         // `src/a/b.rs`, or `a/b.rs` inside its folder's row.
         let short = rel.strip_prefix("src/").unwrap();
         assert!(
-            section.contains(&format!("`{rel}`")) || section.contains(&format!("`{short}`")),
-            "{rel} is not in the README's architecture section"
+            doc.contains(&format!("`{rel}`")) || doc.contains(&format!("`{short}`")),
+            "{rel} is not in docs/architecture.md"
         );
     }
 }

@@ -219,7 +219,7 @@ fn sigkill_of_the_helper_leaves_nothing_running() {
         if (way, place) == (Way::CapabilityFree, Place::Host) {
             // No PID namespace to end with the helper: the command itself
             // goes (its PDEATHSIG), its own children are left to init, as
-            // the README says. Under bubblewrap, bwrap's namespace ends them.
+            // docs/ways-in.md says. Under bubblewrap, bwrap's namespace ends them.
             let shell = survivors_where(&m, |p| p.contains("/bin/sh"));
             assert!(
                 shell.is_empty(),

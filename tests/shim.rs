@@ -512,7 +512,7 @@ fn profile_through_args(uid: Option<u32>) {
         "--args left in the logged line"
     );
     // The client's own temporary empty directory went with the client; a
-    // replay needs it again (the README says so).
+    // replay needs it again (docs/shim.md says so).
     let mut made = Vec::new();
     for word in lines[2].split(' ') {
         if let Some(rest) = word.strip_prefix("/tmp/claude-empty-") {
@@ -780,7 +780,7 @@ fn sandboxed<'a>(words: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// THREATS of the log itself (issue 23): a command text holding a newline
-/// made the record two lines, and the README's replay, the last line fed
+/// made the record two lines, and docs/shim.md's replay, the last line fed
 /// to a shell, ran the command's own last line unsandboxed. Now every
 /// record is one line, and the replay runs `bwrap` (here a stand-in that
 /// records its arguments) with exactly the words the client gave, nothing
@@ -801,7 +801,7 @@ fn a_replayed_record_runs_only_bubblewrap_with_the_words_given() {
         assert!(!marker.exists(), "{uid:?}: the sandbox let it write");
         let record = std::fs::read_to_string(&log).unwrap();
         assert_eq!(record.lines().count(), 2, "{uid:?}: {record}");
-        // The replay, exactly as the README shows it, with `bwrap` a
+        // The replay, exactly as docs/shim.md shows it, with `bwrap` a
         // stand-in that writes its arguments, NUL-separated.
         let fake = dir.join("fake-bin");
         std::fs::create_dir_all(&fake).unwrap();

@@ -11,7 +11,7 @@
 //! nothing retries); each case runs three times and the fewest count, so
 //! an interrupted call repeated now and then does not fail it. Page faults
 //! are not gated: fault-around and the page cache make them move by a
-//! page or two between runs ("Measured" in the README has them).
+//! page or two between runs (docs/performance.md has them).
 
 mod common;
 

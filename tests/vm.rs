@@ -470,7 +470,7 @@ fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
                 // A fresh /proc: only the inner init.
                 assert_eq!(got["foreign"], "1:EACCES", "{}", ctx("outside"));
             } else {
-                // Root under bwrap's --proc: no fresh /proc (README), but
+                // Root under bwrap's --proc: no fresh /proc (docs/ways-in.md), but
                 // nothing in sight can be opened.
                 assert!(
                     got["foreign"].split(',').all(|e| e.ends_with(":EACCES")),

@@ -48,8 +48,8 @@ pub fn entry_report() -> String {
                             capfree::abi().unwrap_or(0)
                         ),
                         "none needed for this helper, which runs here; the namespaces it \
-                         cannot make here are what the README's table \"The THREATS rows on \
-                         either way\" compares"
+                         cannot make here are what docs/ways-in.md's table \"The THREATS rows \
+                         on either way\" compares"
                             .to_string(),
                     ),
                     Err(lack) => (

@@ -150,7 +150,9 @@ fn shim(binary: &Path) -> Check {
             match bwraps.first() {
                 Some(first) => format!(
                     "the first bwrap on PATH is {}, not this binary: Claude Code runs its own \
-                     embedded helper (no defence against the EINVAL race)",
+                     embedded helper (it leaves SOCK_DGRAM socketpairs open and fails every \
+                     command under Ubuntu's AppArmor bwrap profile; no mount guard, no kept \
+                     placeholders)",
                     first.display()
                 ),
                 None => "no bwrap on PATH at all".into(),

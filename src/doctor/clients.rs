@@ -364,7 +364,12 @@ pub(super) fn binary_at(
 fn which_helper(p: &Path) -> String {
     let text = p.to_string_lossy();
     if text.contains("sandbox-runtime") {
-        return "srt's bundled helper (no defence against the EINVAL race)".into();
+        // Single-threaded C: it does not race, but its filter lets
+        // socketpair(AF_UNIX, SOCK_DGRAM) through, and it fails every
+        // command under Ubuntu's AppArmor bwrap profile (docs/shim.md).
+        return "srt's bundled helper (it leaves SOCK_DGRAM socketpairs open and fails every \
+                command under Ubuntu's AppArmor bwrap profile)"
+            .into();
     }
     let mut cmd = std::process::Command::new(p);
     cmd.env("SRT_HELPER_FEATURES", "1");

@@ -37,9 +37,9 @@
 //!
 //! Why shared memory: a fork copies the stub's page tables, both sides
 //! then take copy-on-write faults, and init's exit tears its copy down,
-//! all between the caller's start of the helper and its end (README,
-//! "Measured"). The price is discipline: init and the worker run while
-//! the stub runs on, so they read only `'static` data prepared before
+//! all between the caller's start of the helper and its end
+//! (docs/performance.md). The price is discipline: init and the worker
+//! run while the stub runs on, so they read only `'static` data prepared before
 //! init starts (the command line is leaked by main.rs, the filters are
 //! embedded, the rest is copied into init's closure), write nothing but
 //! their own stacks, never allocate, and make system calls only through

@@ -1,0 +1,532 @@
+//! The documents stay true: no broken relative link in any Markdown file,
+//! a man page that names every option the binary accepts and every
+//! variable it reads and renders without a warning, a README that stays
+//! a front door, and the README's quick start run as written on a fresh
+//! copy of the project.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::*;
+
+fn project() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(project().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Every Markdown file of the project (not build output, not fetched
+/// packages).
+fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if [".git", "target", "node_modules"]
+            .iter()
+            .any(|n| name == *n)
+        {
+            continue;
+        }
+        if p.is_dir() {
+            markdown_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "md") {
+            out.push(p);
+        }
+    }
+}
+
+/// The text without fenced code blocks and inline code spans, where a
+/// `](...)` is not a link.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut in_code = false;
+        for c in line.chars() {
+            if c == '`' {
+                in_code = !in_code;
+            } else if !in_code {
+                out.push(c);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The targets of the inline links `[text](target)`.
+fn links(text: &str) -> Vec<String> {
+    let p = prose(text);
+    let mut out = Vec::new();
+    let mut rest = p.as_str();
+    while let Some(i) = rest.find("](") {
+        rest = &rest[i + 2..];
+        if let Some(end) = rest.find(')') {
+            out.push(rest[..end].trim().to_string());
+        }
+    }
+    out
+}
+
+/// A heading's anchor as GitHub makes it: lower case, code marks and
+/// punctuation other than `-` and `_` dropped, spaces to `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced || !line.starts_with('#') {
+            continue;
+        }
+        let base = slug(line.trim_start_matches('#'));
+        let n = out
+            .iter()
+            .filter(|a| **a == base || a.starts_with(&format!("{base}-")))
+            .count();
+        out.push(if n == 0 { base } else { format!("{base}-{n}") });
+    }
+    out
+}
+
+/// The links of `file` (text `text`) that lead nowhere: a missing file,
+/// or a missing heading in a Markdown file.
+fn broken_links(file: &Path, text: &str) -> Vec<String> {
+    let mut broken = Vec::new();
+    for target in links(text) {
+        if target.contains("://") || target.starts_with("mailto:") {
+            continue;
+        }
+        let (path, anchor) = match target.split_once('#') {
+            Some((p, a)) => (p, Some(a)),
+            None => (target.as_str(), None),
+        };
+        let dest = if path.is_empty() {
+            file.to_path_buf()
+        } else {
+            file.parent().unwrap().join(path)
+        };
+        if !dest.exists() {
+            broken.push(format!("{target}: no such file"));
+            continue;
+        }
+        if let Some(a) = anchor
+            && dest.extension().is_some_and(|x| x == "md")
+        {
+            let there = std::fs::read_to_string(&dest).unwrap();
+            if !anchors(&there).iter().any(|h| h == a) {
+                broken.push(format!("{target}: no such heading"));
+            }
+        }
+    }
+    broken
+}
+
+#[test]
+fn no_broken_relative_link_in_any_markdown_file() {
+    let mut files = Vec::new();
+    markdown_files(project(), &mut files);
+    assert!(files.len() >= 10, "found only {files:?}");
+    let mut broken = Vec::new();
+    let mut count = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        count += links(&text).len();
+        for b in broken_links(f, &text) {
+            broken.push(format!(
+                "{}: {b}",
+                f.strip_prefix(project()).unwrap().display()
+            ));
+        }
+    }
+    assert!(count >= 40, "only {count} links found: the scan is broken");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_link_check_sees_a_missing_file_and_a_missing_heading() {
+    let dir = fresh_folder("links");
+    std::fs::write(dir.join("b.md"), "# B title\n\n## `--x` y: z\n").unwrap();
+    let a = dir.join("a.md");
+    let text = "see [b](b.md), [y](b.md#--x-y-z), [gone](c.md), [no](b.md#nope), \
+                `[code](c.md)`, [web](https://example.com/x), [self](#a)\n\n# A\n";
+    std::fs::write(&a, text).unwrap();
+    assert_eq!(
+        broken_links(&a, text),
+        ["c.md: no such file", "b.md#nope: no such heading"]
+    );
+    assert_eq!(
+        anchors("# A\n## A\n```\n# no\n```\n## A"),
+        ["a", "a-1", "a-2"]
+    );
+}
+
+/// The string literals of `text`'s code (comments and tests left out)
+/// that match `keep`.
+fn literals(text: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+    let mut out = Vec::new();
+    for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        for (i, piece) in line.split('"').enumerate() {
+            if i % 2 == 1 && keep(piece) && !out.iter().any(|o| o == piece) {
+                out.push(piece.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn man_page_names_every_option_and_variable() {
+    // The roff source with its escapes undone: `\-` is a hyphen.
+    let man = read("man/apply-seccomp.1").replace("\\-", "-");
+    // The options: every `--word` the four parsers match (the run's, the
+    // doctor's, --setup's, the race tester's); the others' `--` words are
+    // bubblewrap's.
+    let mut options = Vec::new();
+    for file in [
+        "src/cli.rs",
+        "src/doctor/mod.rs",
+        "src/setup/mod.rs",
+        "src/race/mod.rs",
+    ] {
+        for o in literals(&read(file), |s| {
+            s.len() > 3
+                && s.starts_with("--")
+                && s[2..]
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '-' || c == '=')
+        }) {
+            let o = o.trim_end_matches('=').to_string();
+            if !options.contains(&o) {
+                options.push(o);
+            }
+        }
+    }
+    for must in [
+        "--way-in",
+        "--doctor",
+        "--setup",
+        "--undo",
+        "--race-test",
+        "--bwrap-shim",
+        "--exec",
+    ] {
+        assert!(
+            options.iter().any(|o| o == must),
+            "the scan missed {must}: {options:?}"
+        );
+    }
+    // The variables: every name the code reads from the environment.
+    let mut files = Vec::new();
+    fn rs(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            if e.path().is_dir() {
+                rs(&e.path(), out);
+            } else if e.path().extension().is_some_and(|x| x == "rs") {
+                out.push(e.path());
+            }
+        }
+    }
+    rs(&project().join("src"), &mut files);
+    let mut variables = Vec::new();
+    for f in files
+        .iter()
+        .filter(|f| !f.to_string_lossy().contains("/tests"))
+    {
+        let text = std::fs::read_to_string(f).unwrap();
+        for v in literals(&text, |s| {
+            ["SRT_", "APPLY_SECCOMP_", "XDG_"]
+                .iter()
+                .any(|p| s.starts_with(p))
+                && s.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+        }) {
+            if !variables.contains(&v) {
+                variables.push(v);
+            }
+        }
+        // Other names read with std::env::var / var_os.
+        for call in ["var(\"", "var_os(\""] {
+            for piece in text.split(call).skip(1) {
+                let name = piece.split('"').next().unwrap_or("");
+                if !name.is_empty() && !variables.iter().any(|v| v == name) {
+                    variables.push(name.to_string());
+                }
+            }
+        }
+    }
+    for must in [
+        "SRT_DEBUG",
+        "APPLY_SECCOMP_LOG",
+        "APPLY_SECCOMP_SHIM_VISITED",
+        "HOME",
+        "PATH",
+    ] {
+        assert!(
+            variables.iter().any(|v| v == must),
+            "the scan missed {must}: {variables:?}"
+        );
+    }
+    let missing: Vec<&String> = options
+        .iter()
+        .chain(&variables)
+        .filter(|w| !man.contains(w.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "man/apply-seccomp.1 does not name {missing:?}"
+    );
+    // Every exit status the helper gives.
+    for status in ["125", "126", "127", "128+"] {
+        assert!(
+            man.contains(status),
+            "the man page says nothing of {status}"
+        );
+    }
+}
+
+#[test]
+fn man_page_renders_without_warnings() {
+    let Some(groff) = which("groff") else {
+        skip("groff is not installed (Debian package groff-base)");
+        return;
+    };
+    let page = project().join("man/apply-seccomp.1");
+    let out = Command::new(groff)
+        .args(["-man", "-ww", "-z", "-Tutf8"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "groff: {}", stderr(&out));
+    assert_eq!(stderr(&out), "", "groff warns");
+    // As a reader opens it before it is installed.
+    let Some(man) = which("man") else {
+        skip("man is not installed (Debian package man-db)");
+        return;
+    };
+    let out = Command::new(man)
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANWIDTH", "80")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "man -l: {}", stderr(&out));
+    assert_eq!(stderr(&out), "", "man -l warns");
+    // Bold and underline come as overstrikes (`c\x08c`): keep the last.
+    let mut text = String::new();
+    for c in stdout(&out).chars() {
+        if c == '\u{8}' {
+            text.pop();
+        } else {
+            text.push(c);
+        }
+    }
+    for section in [
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "OPTIONS",
+        "ENVIRONMENT",
+        "EXIT STATUS",
+    ] {
+        assert!(text.contains(section), "no {section} in:\n{text}");
+    }
+}
+
+#[test]
+fn readme_is_a_front_door_with_a_map_of_docs() {
+    let readme = read("README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 250,
+        "README.md is {lines} lines (at most about 250)"
+    );
+    for heading in [
+        "## Quick start",
+        "## Using it with srt",
+        "## Using it with Claude Code",
+        "## The doctor",
+        "## Exit statuses",
+        "## Measured",
+        "## Documents",
+    ] {
+        assert!(readme.contains(heading), "README.md has no {heading:?}");
+    }
+    // Every document is on the map, and opens saying who it is for.
+    for e in std::fs::read_dir(project().join("docs")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        assert!(
+            readme.contains(&format!("](docs/{name})")),
+            "docs/{name} is not on the README's map"
+        );
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        let first = text
+            .split("\n\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("docs/{name} is empty"));
+        assert!(
+            text.starts_with("# ") && first.starts_with("For "),
+            "docs/{name} does not open with a title and who it is for"
+        );
+    }
+}
+
+/// The `sh` code blocks of the README's section `heading`, line by line.
+fn sh_lines(readme: &str, heading: &str) -> Vec<String> {
+    let start = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading}"));
+    let section = &readme[start + heading.len()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let mut out = Vec::new();
+    let mut in_sh = false;
+    for line in section.lines() {
+        if line.starts_with("```") {
+            in_sh = !in_sh && line == "```sh";
+            continue;
+        }
+        if in_sh && !line.trim().is_empty() && !line.trim_start().starts_with('#') {
+            out.push(line.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn readme_quick_start_works_on_a_fresh_copy() {
+    if !is_root() {
+        skip("the quick start's ./setup installs packages: run as root");
+        return;
+    }
+    let readme = read("README.md");
+    let quick = sh_lines(&readme, "## Quick start");
+    // Run as written, but for `cargo test` (this is it) and the aarch64
+    // install (an aarch64 machine's; tests/vm.rs cross-builds and runs it).
+    let (run, left): (Vec<&String>, Vec<&String>) = quick.iter().partition(|l| {
+        !l.starts_with("cargo test") && !l.contains("aarch64") && !l.starts_with("rustup target")
+    });
+    assert_eq!(left.len(), 3, "what the test leaves out changed: {left:?}");
+    assert!(run.iter().any(|l| l.starts_with("./setup")), "{run:?}");
+    assert!(run.iter().any(|l| l.contains("--setup")), "{run:?}");
+    let claude = sh_lines(&readme, "## Using it with Claude Code");
+    let srt = sh_lines(&readme, "## Using it with srt");
+
+    // A fresh copy of the project (what git tracks, and new files not
+    // ignored), and a fresh home: the cargo registry and rustup shared,
+    // nothing else.
+    let dir = fresh_folder("quick-start");
+    let copy = dir.join("apply-seccomp");
+    let listed = Command::new("git")
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .current_dir(project())
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "git ls-files: {}", stderr(&listed));
+    for rel in listed.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        let rel = Path::new(std::str::from_utf8(rel).unwrap());
+        let (from, to) = (project().join(rel), copy.join(rel));
+        if from.is_file() {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+    let home = dir.join("home");
+    let real_home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    std::fs::create_dir_all(home.join(".cargo/bin")).unwrap();
+    for shared in ["registry", "git"] {
+        let real = real_home.join(".cargo").join(shared);
+        if real.exists() {
+            std::os::unix::fs::symlink(&real, home.join(".cargo").join(shared)).unwrap();
+        }
+    }
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .unwrap_or(real_home.join(".rustup"));
+    let path = format!(
+        "{}:{}:{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        home.join(".local/bin").display(),
+        home.join(".cargo/bin").display(),
+        real_home.join(".cargo/bin").display(),
+    );
+    let sh = |line: &str, extra_path: Option<&Path>| {
+        let mut p = path.clone();
+        if let Some(x) = extra_path {
+            p = format!("{p}:{}", x.display());
+        }
+        let out = Command::new("bash")
+            .args(["-c", line])
+            .current_dir(&copy)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", p)
+            .env("RUSTUP_HOME", &rustup_home)
+            // Built once per machine, outside the copy: the copy is fresh,
+            // its build need not be.
+            .env("CARGO_TARGET_DIR", project().join("target/quick-start"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            out.status.success(),
+            "`{line}` failed ({}):\n{text}",
+            out.status
+        );
+        text
+    };
+    let mut said = String::new();
+    for line in &run {
+        said += &sh(line, None);
+    }
+    assert!(said.contains("verdict: ok"), "--setup's doctor:\n{said}");
+    assert!(
+        said.contains("Seccomp_filters:\t2"),
+        "the command's filters:\n{said}"
+    );
+    // The link the Claude Code section makes (--setup made it already:
+    // running it again must change nothing), and the shim answers as it.
+    for line in &claude {
+        sh(line, None);
+    }
+    let shim = sh("SRT_DEBUG=1 bwrap --version", None);
+    assert!(
+        shim.contains("apply-seccomp: bwrap shim: real bubblewrap"),
+        "{shim}"
+    );
+    // srt, pointed at the helper by --setup, runs it: the README's check.
+    let Some(package) = srt_package() else {
+        return;
+    };
+    assert_eq!(srt.len(), 1, "{srt:?}");
+    let check = sh(&srt[0], Some(&package.join("node_modules/.bin")));
+    assert!(check.contains("apply-seccomp: entry: "), "{check}");
+    assert!(check.contains("apply-seccomp: filters: "), "{check}");
+}
