@@ -363,4 +363,26 @@ fn main() {
                 .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
         }
     }
+    order_the_run_code();
+}
+
+/// Where the linker is lld (`.cargo/config.toml` names rust-lld for the
+/// x86_64 musl build), the functions a run executes go first and
+/// together, in the order a run first executes them (`link/run-order.txt`,
+/// written and checked by `tests/order.rs`): a run's processes then fault
+/// in a few 64 KB windows of the text instead of most of it. Another
+/// linker builds the same binary without the order.
+fn order_the_run_code() {
+    println!("cargo:rerun-if-changed=link/run-order.txt");
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    let linker = std::env::var("RUSTC_LINKER").unwrap_or_default();
+    if !(linker.ends_with("rust-lld") || linker.ends_with("ld.lld")) {
+        return;
+    }
+    let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    println!("cargo:rustc-link-arg-bins=--symbol-ordering-file={dir}/link/run-order.txt");
+    // A name the file lists that this build does not have (another
+    // toolchain's std) is no error: tests/order.rs says when the file is
+    // behind the code.
+    println!("cargo:rustc-link-arg-bins=--no-warn-symbol-ordering");
 }

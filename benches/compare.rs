@@ -15,7 +15,8 @@
 //! settings whose name contains it, e.g. `bwrap`), `APPLY_SECCOMP_C_HELPER`
 //! (a C helper to use instead of fetching it), `APPLY_SECCOMP_SRT_VERSION`,
 //! `APPLY_SECCOMP_BASELINE` (a commit of this project, default
-//! [`BASELINE`]: built once in its own target folder, `target/baseline/`,
+//! [`BASELINE`]: built once, outside this checkout, in
+//! `$TMPDIR/apply-seccomp-baseline/COMMIT`,
 //! and run in the same rounds, so each change is seen against a fixed
 //! build and not only the one before; `none` leaves it out).
 
@@ -43,7 +44,12 @@ fn baseline(dir: &Path) -> Option<(String, PathBuf)> {
         return None;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let place = root.join("target/baseline").join(&commit);
+    // Outside this checkout: cargo reads the .cargo/config.toml of every
+    // folder above the one it builds in, and this checkout's (its linker)
+    // must not change the fixed build.
+    let place = std::env::temp_dir()
+        .join("apply-seccomp-baseline")
+        .join(&commit);
     let src = place.join("src");
     if !src.join("Cargo.toml").is_file() {
         std::fs::create_dir_all(&src).unwrap();
@@ -246,33 +252,54 @@ fn index(cands: &[Candidate], name: &str) -> Option<usize> {
     cands.iter().position(|c| c.name == name)
 }
 
-/// One `/usr/bin/time -f %M` reading: the largest RSS of the process tree.
-fn peak_rss_once(time: &Path, argv: &[String]) -> Option<f64> {
+/// One `/usr/bin/time` reading: the largest RSS of the process tree (KB)
+/// and its minor page faults.
+fn peak_rss_once(time: &Path, argv: &[String]) -> Option<(f64, f64)> {
     let out = Command::new(time)
-        .args(["-f", "%M"])
+        .args(["-f", "%M %R"])
         .args(argv)
         .stdout(Stdio::null())
         .output()
         .ok()?;
-    String::from_utf8_lossy(&out.stderr)
-        .trim()
-        .lines()
-        .last()?
-        .parse()
-        .ok()
+    let text = String::from_utf8_lossy(&out.stderr);
+    let mut w = text.trim().lines().last()?.split_whitespace();
+    Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+}
+
+/// Drops `binary`'s pages from the page cache, so that exec's readahead
+/// brings them in as for an installed binary, whatever wrote the file
+/// (a linker's or a copy's writes leave other page-cache folios, and a
+/// fault maps what its folio holds).
+fn evict(binary: &Path) {
+    if let Ok(f) = std::fs::File::open(binary) {
+        use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
+        let _ = posix_fadvise(&f, 0, 0, PosixFadviseAdvice::POSIX_FADV_DONTNEED);
+    }
 }
 
 /// Medians of `RSS_RUNS` readings of each command line, taken in turns
-/// (so all see the same page cache and machine state).
-fn peak_rss_kb(lines: &[Vec<String>]) -> Option<Vec<f64>> {
+/// (so all see the same machine state), each binary first evicted from
+/// the page cache: (peak RSS in KB, minor faults).
+fn peak_rss_kb(lines: &[Vec<String>]) -> Option<Vec<(f64, f64)>> {
     let time = which("time")?;
+    for line in lines {
+        evict(Path::new(&line[0]));
+    }
     let mut readings = vec![Vec::new(); lines.len()];
     for _ in 0..RSS_RUNS {
         for (line, r) in lines.iter().zip(&mut readings) {
             r.push(peak_rss_once(&time, line)?);
         }
     }
-    Some(readings.into_iter().map(median).collect())
+    Some(
+        readings
+            .into_iter()
+            .map(|r| {
+                let (kb, faults): (Vec<f64>, Vec<f64>) = r.into_iter().unzip();
+                (median(kb), median(faults))
+            })
+            .collect(),
+    )
 }
 
 const RSS_RUNS: usize = 41;
@@ -367,12 +394,16 @@ fn main() {
             .iter()
             .map(|p| vec![p.to_string_lossy().into_owned(), command.to_string()])
             .collect();
-        peak_rss_kb(&lines).map_or(" - | - | - ".into(), |kb| {
-            kb.iter()
-                .map(|k| format!(" {k:.0} KB "))
-                .collect::<Vec<_>>()
-                .join("|")
-        })
+        let cells = |f: &dyn Fn(&(f64, f64)) -> String, m: &Option<Vec<(f64, f64)>>| {
+            m.as_ref().map_or(" - | - | - ".into(), |v| {
+                v.iter().map(f).collect::<Vec<_>>().join("|")
+            })
+        };
+        let m = peak_rss_kb(&lines);
+        (
+            cells(&|(kb, _)| format!(" {kb:.0} KB "), &m),
+            cells(&|(_, faults)| format!(" {faults:.0} "), &m),
+        )
     };
     println!("\n| | ours | C helper | baseline |");
     println!("|---|---|---|---|");
@@ -381,12 +412,11 @@ fn main() {
     // only the helper's processes.
     println!(
         "| peak RSS, running `true` (median of {RSS_RUNS}, in turns, host; `true`'s own RSS) |{}|",
-        rss("/bin/true")
+        rss("/bin/true").0
     );
-    println!(
-        "| peak RSS, helper processes only (command not found) |{}|",
-        rss("/nonexistent")
-    );
+    let (kb, faults) = rss("/nonexistent");
+    println!("| peak RSS, helper processes only (command not found) |{kb}|");
+    println!("| minor page faults, helper processes only (command not found) |{faults}|");
     println!(
         "| binary size | {} | {} | {} |",
         size(&ours),
@@ -467,6 +497,23 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
             let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir(&path));
         }
     };
+    // The shim's holder removes its placeholders once bubblewrap has ended,
+    // after the timed run: wait for that (untimed), so that the next
+    // direct run never meets one mid-removal, as a client without the
+    // shim in the same folder could.
+    let settle = || {
+        let start = Instant::now();
+        while placeholders()
+            .iter()
+            .any(|p| work.join(p.trim_end_matches('/')).exists())
+        {
+            assert!(
+                start.elapsed().as_secs() < 5,
+                "the shim left its placeholders"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    };
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for round in 0..rounds + 20 {
         let first_direct = round % 2 == 0;
@@ -479,6 +526,7 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
                 }
             } else {
                 let t = time_once(&through, uid);
+                settle();
                 if round >= 20 {
                     b.push(t.as_secs_f64() * 1e3);
                 }
