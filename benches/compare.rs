@@ -514,34 +514,86 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
             std::thread::sleep(Duration::from_micros(200));
         }
     };
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    // The floor of any shim: a static C program that only execv()s the
+    // real bubblewrap, with the same line (its placeholders removed after
+    // it, as after the direct run).
+    let null_shim = null_exec_shim(dir, &direct[0]);
+    let null_line: Option<Vec<String>> = null_shim
+        .as_ref()
+        .map(|n| [vec![n.to_string_lossy().into_owned()], direct[1..].to_vec()].concat());
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds + 20 {
-        let first_direct = round % 2 == 0;
-        for n in 0..2 {
-            if (n == 0) == first_direct {
-                let t = time_once(&direct, uid);
-                clean();
-                if round >= 20 {
-                    a.push(t.as_secs_f64() * 1e3);
+        for k in 0..3 {
+            let keep = round >= 20;
+            match (k + round) % 3 {
+                0 => {
+                    let t = time_once(&direct, uid);
+                    clean();
+                    if keep {
+                        a.push(t.as_secs_f64() * 1e3);
+                    }
                 }
-            } else {
-                let t = time_once(&through, uid);
-                settle();
-                if round >= 20 {
-                    b.push(t.as_secs_f64() * 1e3);
+                1 => {
+                    let t = time_once(&through, uid);
+                    settle();
+                    if keep {
+                        b.push(t.as_secs_f64() * 1e3);
+                    }
+                }
+                _ => {
+                    if let Some(line) = &null_line {
+                        let t = time_once(line, uid);
+                        clean();
+                        if keep {
+                            c.push(t.as_secs_f64() * 1e3);
+                        }
+                    }
                 }
             }
         }
     }
-    let ratio = median(b.iter().zip(&a).map(|(s, d)| s / d).collect());
+    let ratio = |x: &[f64], y: &[f64]| median(x.iter().zip(y).map(|(s, d)| s / d).collect());
     println!(
-        "\n| {} placeholders, bwrap (srt options) `true` | bubblewrap direct | through the shim | shim / direct (median of ratios) |",
+        "\n| {} placeholders, bwrap (srt options) `true` | bubblewrap direct | a null shim (execv only) | through the shim | null / direct | shim / direct | shim / null (medians of ratios) |",
         placeholders().len() + 1
     );
-    println!("|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
+    let (null_ms, null_ratio, over_null) = if c.is_empty() {
+        ("-".to_string(), "-".to_string(), "-".to_string())
+    } else {
+        (
+            format!("{:.2} ms", median(c.clone())),
+            format!("{:.3}", ratio(&c, &a)),
+            format!("{:.3}", ratio(&b, &c)),
+        )
+    };
     println!(
-        "| {rounds} rounds, alternating | {:.2} ms | {:.2} ms | {ratio:.3} |",
-        median(a),
-        median(b)
+        "| {rounds} rounds, in turns | {:.2} ms | {null_ms} | {:.2} ms | {null_ratio} | {:.3} | {over_null} |",
+        median(a.clone()),
+        median(b.clone()),
+        ratio(&b, &a),
     );
+}
+
+/// A static C program that only execv()s `bwrap` with its own arguments:
+/// what any shim costs before it does anything. None without a C compiler
+/// and static glibc (Debian's gcc and libc6-dev).
+fn null_exec_shim(dir: &Path, bwrap: &str) -> Option<PathBuf> {
+    let src = dir.join("null-shim.c");
+    let bin = dir.join("null-shim");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <unistd.h>\nint main(int argc, char **argv) {{ (void)argc; \
+             execv(\"{bwrap}\", argv); return 127; }}\n"
+        ),
+    )
+    .ok()?;
+    let ok = Command::new("gcc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(bin)
 }

@@ -393,13 +393,16 @@ fn readme_is_a_front_door_with_a_map_of_docs() {
     }
 }
 
-/// The `sh` code blocks of the README's section `heading`, line by line.
-fn sh_lines(readme: &str, heading: &str) -> Vec<String> {
-    let start = readme
-        .find(heading)
-        .unwrap_or_else(|| panic!("no {heading}"));
-    let section = &readme[start + heading.len()..];
-    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+/// The commands of the `sh` code blocks of `text`'s section `heading`
+/// (the whole text for ""), line by line.
+fn sh_lines(text: &str, heading: &str) -> Vec<String> {
+    let start = text.find(heading).unwrap_or_else(|| panic!("no {heading}"));
+    let section = &text[start + heading.len()..];
+    let section = if heading.is_empty() {
+        section
+    } else {
+        &section[..section.find("\n## ").unwrap_or(section.len())]
+    };
     let mut out = Vec::new();
     let mut in_sh = false;
     for line in section.lines() {
@@ -432,6 +435,13 @@ fn readme_quick_start_works_on_a_fresh_copy() {
     assert!(run.iter().any(|l| l.contains("--setup")), "{run:?}");
     let claude = sh_lines(&readme, "## Using it with Claude Code");
     let srt = sh_lines(&readme, "## Using it with srt");
+    // The set-up guide's commands by hand: the links and srt's check.
+    let guide = sh_lines(&read("docs/setup.md"), "");
+    assert_eq!(
+        guide.len(),
+        2,
+        "docs/setup.md's commands changed: {guide:?}"
+    );
 
     // A fresh copy of the project (what git tracks, and new files not
     // ignored), and a fresh home: the cargo registry and rustup shared,
@@ -526,7 +536,11 @@ fn readme_quick_start_works_on_a_fresh_copy() {
         return;
     };
     assert_eq!(srt.len(), 1, "{srt:?}");
-    let check = sh(&srt[0], Some(&package.join("node_modules/.bin")));
-    assert!(check.contains("apply-seccomp: entry: "), "{check}");
-    assert!(check.contains("apply-seccomp: filters: "), "{check}");
+    for line in srt.iter().chain(&guide) {
+        let said = sh(line, Some(&package.join("node_modules/.bin")));
+        if line.contains("SRT_DEBUG=1 srt") {
+            assert!(said.contains("apply-seccomp: entry: "), "{said}");
+            assert!(said.contains("apply-seccomp: filters: "), "{said}");
+        }
+    }
 }
