@@ -69,12 +69,25 @@ impl Env {
     }
 
     pub fn from_process() -> Env {
+        let [
+            allow_nested_userns,
+            debug,
+            helper_features,
+            observe_sock,
+            encoded_cmd,
+        ] = crate::sys::env_values([
+            "SRT_ALLOW_NESTED_USERNS",
+            "SRT_DEBUG",
+            "SRT_HELPER_FEATURES",
+            "SRT_OBSERVE_SOCK",
+            "SRT_ENCODED_CMD",
+        ]);
         Env {
-            allow_nested_userns: std::env::var_os("SRT_ALLOW_NESTED_USERNS"),
-            debug: std::env::var_os("SRT_DEBUG"),
-            helper_features: std::env::var_os("SRT_HELPER_FEATURES"),
-            observe_sock: std::env::var_os("SRT_OBSERVE_SOCK"),
-            encoded_cmd: std::env::var_os("SRT_ENCODED_CMD"),
+            allow_nested_userns,
+            debug,
+            helper_features,
+            observe_sock,
+            encoded_cmd,
         }
     }
 }

@@ -17,6 +17,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -92,47 +93,134 @@ pub fn set_env(name: &str, value: &OsStr) {
     unsafe { std::env::set_var(name, value) };
 }
 
-/// Removes the variables `names` from the environment and wipes their
-/// strings where the process started with them. Removing a variable only
-/// drops its pointer from `environ`: the string stays in the memory the
-/// kernel shows as `/proc/PID/environ`, which init shares with the stub
-/// (and a root command on the direct path can read). Before the first
-/// child only.
+unsafe extern "C" {
+    /// The C library's environment: a NULL-terminated array of
+    /// `NAME=value` strings (the start-up one until something grows it).
+    static mut environ: *mut *mut libc::c_char;
+}
+
+/// A `NAME=value` string of an environment array: NUL-terminated, and
+/// alive until exit (made only from `environ`'s entries or the start-up
+/// array's, which no code here frees).
+#[derive(Clone, Copy)]
+struct Entry(*const libc::c_char);
+
+impl Entry {
+    /// The value if this is `name`'s entry, read only as far as the first
+    /// byte that differs (an entry's length is never measured unless it
+    /// matches, so long values cost nothing).
+    fn value(self, name: &str) -> Option<*const libc::c_char> {
+        for (i, &b) in name.as_bytes().iter().enumerate() {
+            // SAFETY: bytes up to and including the NUL are readable (the
+            // type's invariant), and the loop stops at the first
+            // difference, which the NUL is (a name holds none).
+            if unsafe { *self.0.add(i) } as u8 != b {
+                return None;
+            }
+        }
+        // SAFETY: the name's bytes matched, so none was the NUL: the byte
+        // after them is still within the string.
+        let next = unsafe { *self.0.add(name.len()) };
+        // SAFETY: the byte after the '=' is the value or its NUL.
+        (next == b'=' as libc::c_char).then(|| unsafe { self.0.add(name.len() + 1) })
+    }
+
+    fn is_any_of(self, names: &[&str]) -> bool {
+        names.iter().any(|n| self.value(n).is_some())
+    }
+}
+
+/// Calls `each` with every entry of the environment, in order.
+fn each_env_entry(mut each: impl FnMut(Entry)) {
+    // SAFETY: `environ` is libc's NULL-terminated array of NUL-terminated
+    // strings; this single-threaded process (see `fork`) changes it only
+    // through this module and std's set_var, never while this runs.
+    unsafe {
+        let env = environ;
+        let mut i = 0;
+        while !env.is_null() && !(*env.add(i)).is_null() {
+            each(Entry(*env.add(i)));
+            i += 1;
+        }
+    }
+}
+
+/// The values of `names`, in one pass over the environment (the first
+/// entry of each name, as `getenv` finds it). `std::env::var_os` would
+/// scan it once per name, under a lock, with a copy of the name.
+pub fn env_values<const N: usize>(names: [&str; N]) -> [Option<OsString>; N] {
+    use std::os::unix::ffi::OsStringExt;
+    let mut out: [Option<OsString>; N] = std::array::from_fn(|_| None);
+    each_env_entry(|entry| {
+        for (name, slot) in names.iter().zip(out.iter_mut()) {
+            if slot.is_none()
+                && let Some(v) = entry.value(name)
+            {
+                // SAFETY: `v` points into the entry's string, at or before
+                // its NUL.
+                let bytes = unsafe { std::ffi::CStr::from_ptr(v) }.to_bytes();
+                *slot = Some(OsString::from_vec(bytes.to_vec()));
+            }
+        }
+    });
+    out
+}
+
+/// Removes the variables `names` from the environment, every entry of
+/// each, in one pass over `environ` (libc's unsetenv would scan it once
+/// per name), and wipes their strings where the process started with
+/// them. Removing a variable only drops its pointer from `environ`: the
+/// string stays in the memory the kernel shows as `/proc/PID/environ`,
+/// which init shares with the stub (and a root command on the direct path
+/// can read). Before the first child only.
 pub fn scrub_env(names: &[&str]) {
     let start = START_ENV.load(std::sync::atomic::Ordering::Relaxed);
-    let mut wipe: Vec<(*mut libc::c_char, usize)> = Vec::new();
+    let mut wipe: Vec<*mut libc::c_char> = Vec::new();
     let mut i = 0;
     while !start.is_null() {
         // SAFETY: `start` is the NULL-terminated array the C runtime passed
-        // to main; nothing has written to it but libc's unsetenv, which
-        // moves entries within it and never past its NULL, and this loop
-        // stops at the NULL.
+        // to main; nothing has written to it but the compaction below,
+        // which moves entries within it and never past its NULL, and this
+        // loop stops at the NULL.
         let entry = unsafe { *start.add(i) };
         if entry.is_null() {
             break;
         }
-        // SAFETY: each entry of the start-up array is a NUL-terminated
-        // string on the initial stack, alive until exit.
-        let text = unsafe { std::ffi::CStr::from_ptr(entry) }.to_bytes();
-        if names.iter().any(|n| {
-            text.strip_prefix(n.as_bytes())
-                .is_some_and(|r| r.first() == Some(&b'='))
-        }) {
-            wipe.push((entry, text.len()));
+        // Each entry of the start-up array is a NUL-terminated string on
+        // the initial stack, alive until exit.
+        if Entry(entry).is_any_of(names) {
+            wipe.push(entry);
         }
         i += 1;
     }
-    for name in names {
-        // SAFETY: the process is single-threaded (see `fork`), so nothing
-        // reads the environment concurrently; called before the first child.
-        unsafe { std::env::remove_var(name) };
+    // SAFETY: `environ` is libc's NULL-terminated array (see
+    // `each_env_entry`), writable (the start-up array on the stack, or
+    // libc's own copy); entries move only towards its start and the NULL
+    // is written at or before the old one. No string is freed: libc frees
+    // only those its setenv made, and none was made before this runs.
+    unsafe {
+        let env = environ;
+        if !env.is_null() {
+            let (mut read, mut kept) = (0, 0);
+            while !(*env.add(read)).is_null() {
+                let entry = *env.add(read);
+                if !Entry(entry).is_any_of(names) {
+                    *env.add(kept) = entry;
+                    kept += 1;
+                }
+                read += 1;
+            }
+            *env.add(kept) = std::ptr::null_mut();
+        }
     }
-    for (string, len) in wipe {
+    for string in wipe {
+        // SAFETY: a NUL-terminated string of the start-up array (above).
+        let len = unsafe { libc::strlen(string) };
         for k in 0..len {
-            // SAFETY: `string` has `len` bytes before its NUL (measured
-            // above), on the writable initial stack; no pointer to it is
-            // left in `environ` (the variable was just removed), and libc
-            // frees only strings it allocated itself, never these.
+            // SAFETY: `string` has `len` bytes before its NUL, on the
+            // writable initial stack; no pointer to it is left in
+            // `environ` (just compacted out), and libc frees only strings
+            // it allocated itself, never these.
             unsafe { std::ptr::write_volatile(string.add(k), 0) };
         }
     }
