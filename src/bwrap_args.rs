@@ -246,9 +246,7 @@ fn option(
 mod tests {
     use super::*;
 
-    fn args(words: &[&str]) -> Vec<OsString> {
-        words.iter().map(OsString::from).collect()
-    }
+    use crate::os_words as args;
 
     #[test]
     fn the_mounts_of_srts_line_are_found_with_their_destinations() {

@@ -227,9 +227,7 @@ mod tests {
     use super::*;
     use std::os::unix::ffi::OsStringExt;
 
-    fn args(words: &[&str]) -> Vec<OsString> {
-        words.iter().map(OsString::from).collect()
-    }
+    use crate::os_words as args;
 
     fn run(words: &[&str], env: &Env) -> RunConfig {
         match parse(&args(words), env) {

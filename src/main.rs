@@ -58,16 +58,15 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
     } else {
         args.remove(0)
     };
+    let env = cli::Env::from_process();
     // Run as `bwrap` (a symlink first on PATH): the shim, whatever follows.
     let action = if std::path::Path::new(&argv0).file_name() == Some("bwrap".as_ref()) {
         Ok(Action::BwrapShim(args))
     } else {
-        cli::parse(&args, &cli::Env::from_process())
+        cli::parse(&args, &env)
     };
     match action {
-        Ok(Action::BwrapShim(args)) => {
-            shim::run::run(&args, cli::Env::from_process().debug_enabled())
-        }
+        Ok(Action::BwrapShim(args)) => shim::run::run(&args, env.debug_enabled()),
         Ok(Action::Help) => print_out(&help()),
         Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", env!("CARGO_PKG_VERSION"))),
         Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),
@@ -132,6 +131,12 @@ fn help() -> String {
          executable; 127 command not found.\n",
         usage = cli::USAGE
     )
+}
+
+/// Words as the argument vector a test hands a parser.
+#[cfg(test)]
+pub(crate) fn os_words(words: &[&str]) -> Vec<OsString> {
+    words.iter().map(OsString::from).collect()
 }
 
 pub(crate) fn debug(enabled: bool, line: impl FnOnce() -> String) {

@@ -19,26 +19,6 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(project().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
-/// Every Markdown file of the project (not build output, not fetched
-/// packages).
-fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        let name = e.file_name();
-        if [".git", "target", "node_modules"]
-            .iter()
-            .any(|n| name == *n)
-        {
-            continue;
-        }
-        if p.is_dir() {
-            markdown_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "md") {
-            out.push(p);
-        }
-    }
-}
-
 /// The text without fenced code blocks and inline code spans, where a
 /// `](...)` is not a link.
 fn prose(text: &str) -> String {
@@ -146,8 +126,7 @@ fn broken_links(file: &Path, text: &str) -> Vec<String> {
 
 #[test]
 fn no_broken_relative_link_in_any_markdown_file() {
-    let mut files = Vec::new();
-    markdown_files(project(), &mut files);
+    let files = files_under(project(), "md");
     assert!(files.len() >= 10, "found only {files:?}");
     let mut broken = Vec::new();
     let mut count = 0;
@@ -240,17 +219,7 @@ fn man_page_names_every_option_and_variable() {
         );
     }
     // The variables: every name the code reads from the environment.
-    let mut files = Vec::new();
-    fn rs(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
-            if e.path().is_dir() {
-                rs(&e.path(), out);
-            } else if e.path().extension().is_some_and(|x| x == "rs") {
-                out.push(e.path());
-            }
-        }
-    }
-    rs(&project().join("src"), &mut files);
+    let files = files_under(&project().join("src"), "rs");
     let mut variables = Vec::new();
     for f in files
         .iter()

@@ -27,29 +27,11 @@ fn project() -> &'static Path {
 /// The release build with its symbols: the same code and layout as the
 /// shipped one, which is stripped.
 fn unstripped_release() -> PathBuf {
-    let target = project().join("target/run-order");
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
-        .args([
-            "build",
-            "--release",
-            "--bin",
-            "apply-seccomp",
-            "--target-dir",
-        ])
-        .arg(&target)
-        .env("CARGO_PROFILE_RELEASE_STRIP", "false")
-        .current_dir(project())
-        .status()
-        .expect("cargo build --release");
-    assert!(status.success(), "cargo build --release: {status:?}");
-    let built = std::fs::read_dir(&target)
-        .unwrap()
-        .map(|e| e.unwrap().path().join("release/apply-seccomp"))
-        .find(|p| p.is_file())
-        .expect("the release binary");
-    let copy = fixture().dir.join("apply-seccomp-symbols");
-    install(&built, &copy, 0o755);
-    copy
+    release_build(
+        "run-order",
+        &[("CARGO_PROFILE_RELEASE_STRIP", "false")],
+        "apply-seccomp-symbols",
+    )
 }
 
 /// The binary's functions, by address: (start, size, name).

@@ -146,30 +146,7 @@ fn release_helper() -> &'static Path {
         if !cfg!(debug_assertions) {
             return fixture().helper.clone();
         }
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let target = root.join("target/syscalls-gate");
-        let status = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
-            .args([
-                "build",
-                "--release",
-                "--bin",
-                "apply-seccomp",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .current_dir(root)
-            .status()
-            .expect("cargo build --release");
-        assert!(status.success(), "cargo build --release: {status:?}");
-        let built = std::fs::read_dir(&target)
-            .unwrap()
-            .map(|e| e.unwrap().path().join("release/apply-seccomp"))
-            .chain([target.join("release/apply-seccomp")])
-            .find(|p| p.is_file())
-            .expect("the release binary");
-        let copy = fixture().dir.join("apply-seccomp-release");
-        common::install(&built, &copy, 0o755);
-        copy
+        common::release_build("syscalls-gate", &[], "apply-seccomp-release")
     })
 }
 

@@ -378,9 +378,7 @@ fn steps(
 mod tests {
     use super::*;
 
-    fn words(w: &[&str]) -> Vec<OsString> {
-        w.iter().map(OsString::from).collect()
-    }
+    use crate::os_words as words;
 
     #[test]
     fn options() {

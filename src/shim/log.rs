@@ -224,9 +224,7 @@ pub fn append(path: &OsStr, record: &[u8], writable: Option<&[Vec<u8>]>) -> io::
 mod tests {
     use super::*;
 
-    fn args(words: &[&str]) -> Vec<OsString> {
-        words.iter().map(OsString::from).collect()
-    }
+    use crate::os_words as args;
 
     #[test]
     fn a_log_record_replays_the_call() {

@@ -231,9 +231,7 @@ pub fn inline_args(args: &[OsString], files: &[bwrap_args::ArgsFile]) -> Vec<OsS
 mod tests {
     use super::*;
 
-    fn args(words: &[&str]) -> Vec<OsString> {
-        words.iter().map(OsString::from).collect()
-    }
+    use crate::os_words as args;
 
     const OURS: &str = "/home/u/.cargo/bin/apply-seccomp";
 

@@ -460,3 +460,60 @@ pub fn users() -> Vec<User> {
 pub fn uid_of(user: User) -> Option<u32> {
     (user == User::Unprivileged && is_root()).then_some(NOBODY)
 }
+
+/// A release build of the helper in its own target folder under
+/// `target/` (the running `cargo` holds the lock of the usual one), with
+/// `env` for the nested cargo, copied into the fixture as `name`.
+pub fn release_build(target: &str, env: &[(&str, &str)], name: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = root.join("target").join(target);
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
+        .args([
+            "build",
+            "--release",
+            "--bin",
+            "apply-seccomp",
+            "--target-dir",
+        ])
+        .arg(&target)
+        .envs(env.iter().copied())
+        .current_dir(root)
+        .status()
+        .expect("cargo build --release");
+    assert!(status.success(), "cargo build --release: {status:?}");
+    // target/<triple>/release, or target/release without a build target.
+    let built = std::fs::read_dir(&target)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("release/apply-seccomp"))
+        .chain([target.join("release/apply-seccomp")])
+        .find(|p| p.is_file())
+        .expect("the release binary");
+    let copy = fixture().dir.join(name);
+    install(&built, &copy, 0o755);
+    copy
+}
+
+/// The files under `dir` whose names end in `.ext`, at any depth, in a
+/// stable order; build output, git's folder and fetched packages left out.
+pub fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if [".git", "target", "node_modules"]
+                .iter()
+                .any(|n| e.file_name() == *n)
+            {
+                continue;
+            }
+            if p.is_dir() {
+                walk(&p, ext, out);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, ext, &mut out);
+    out.sort();
+    out
+}
