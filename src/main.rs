@@ -37,6 +37,7 @@ mod setup;
 mod shim;
 mod supervise;
 mod sys;
+mod teardown;
 mod terminal;
 mod threads;
 mod userns;
@@ -170,8 +171,33 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     // where /proc/PID/environ of the stub and init shows them.
     sys::scrub_env(&cli::SCRUBBED);
 
+    // Under bubblewrap, the teardown process, before the namespaces: it
+    // must stay in bubblewrap's PID namespace (teardown.rs). A speed-up
+    // only: without it the stub releases everything itself. Not where the
+    // capability-free way is asked for: it makes no namespaces, and the
+    // process would only be one more for the stub (a subreaper) to end.
+    let pid1 = guard::Pid1::look();
+    let wanted = pid1.is_bubblewrap() && cfg.way_in != cause::WayIn::CapabilityFree;
+    let teardown = match wanted.then(teardown::Teardown::start) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            debug(cfg.debug, || {
+                format!("teardown process: not started ({})", e.desc())
+            });
+            None
+        }
+        None => None,
+    };
+
     let entry = userns::enter(&Backoff::default(), cfg.way_in)?;
     debug(cfg.debug, || describe_entry(&entry));
+    // The run's mount namespace, while `/proc` is still the caller's. On
+    // the capability-free way there is none, nor an exit to spare: the
+    // process, its end closed, exits at once.
+    let teardown = teardown.filter(|t| match entry.path {
+        Path::CapabilityFree { .. } => false,
+        _ => t.keep_mount_namespace().is_ok(),
+    });
 
     caps::clear(None, caps::CapSet::Ambient)
         .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
@@ -236,6 +262,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             job_control: false,
         },
         observer.as_mut(),
+        (pid1, teardown),
     )?;
     for text in &outcome.observe_errors {
         eprintln!("{}", observe::init_error_line(text));

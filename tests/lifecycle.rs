@@ -378,3 +378,121 @@ fn a_stub_dying_before_init_arms_pdeathsig_stops_everything() {
         assert!(left.is_empty(), "{way:?} {user:?}: left running: {left:?}");
     }
 }
+
+/// The helper processes whose parent is `pid`.
+fn helper_children(pid: Pid) -> Vec<String> {
+    let helper = fixture().helper.to_string_lossy().into_owned();
+    pids()
+        .into_iter()
+        .filter(|p| parent_of(p) == pid.to_string() && cmdline(p).starts_with(&helper))
+        .collect()
+}
+
+/// How deep in nested PID namespaces `pid` is (its `NSpid` entries).
+fn pid_depth(pid: &str) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    common::status_field(&status, "NSpid").map_or(0, |f| f.split_whitespace().count())
+}
+
+/// Waits (bounded) until `pid` is gone; whether it went.
+fn gone(pid: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+/// Under bubblewrap the stub's first child is the teardown process
+/// (teardown.rs): in bubblewrap's PID namespace (not the run's), holding
+/// one descriptor, its socket; it ends with the stub, whether the run ends
+/// or the stub is killed, and a run whose teardown process was killed
+/// still ends as it should. On the host there is none.
+#[test]
+fn the_teardown_process_holds_one_socket_and_ends_with_the_stub() {
+    for user in common::users() {
+        for end in ["command ends", "stub killed", "teardown killed"] {
+            let what = format!("{user:?}, {end}");
+            let m = marker();
+            let (mut child, _lines) = start(
+                Way::Auto,
+                Place::Bwrap,
+                user,
+                &format!("echo ready; sleep {m}; exit 0"),
+            );
+            let stub = stub_pid(Place::Bwrap, &child);
+            let children = helper_children(stub);
+            let (teardown, init): (Vec<&String>, Vec<&String>) = children
+                .iter()
+                .partition(|p| pid_depth(p) == pid_depth(&stub.to_string()));
+            assert_eq!(
+                (teardown.len(), init.len()),
+                (1, 1),
+                "{what}: the stub's helper children {children:?}: one teardown process \
+                 in its PID namespace, one init below"
+            );
+            let teardown = teardown[0].clone();
+            let fds: Vec<String> = std::fs::read_dir(format!("/proc/{teardown}/fd"))
+                .unwrap()
+                .flatten()
+                .map(|e| {
+                    std::fs::read_link(e.path())
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            assert!(
+                fds.len() == 1 && fds[0].starts_with("socket:"),
+                "{what}: the teardown process holds {fds:?}"
+            );
+            let status = match end {
+                "stub killed" => {
+                    kill(stub, Signal::SIGKILL).unwrap();
+                    let status = wait_bounded(&mut child, &what);
+                    assert_eq!(status.code(), Some(137), "{what}");
+                    status
+                }
+                _ => {
+                    if end == "teardown killed" {
+                        let pid: i32 = teardown.parse().unwrap();
+                        kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+                        assert!(gone(&teardown), "{what}: the teardown process stayed");
+                    }
+                    // The command's sleep only (bwrap's and the helper's
+                    // command lines hold the marker too).
+                    for p in processes_with(&format!("sleep {m}")) {
+                        if cmdline(p.split(':').next().unwrap()).starts_with("sleep ") {
+                            let pid = p.split(':').next().unwrap().parse().unwrap();
+                            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+                        }
+                    }
+                    let status = wait_bounded(&mut child, &what);
+                    assert_eq!(status.code(), Some(0), "{what}: the run's status");
+                    status
+                }
+            };
+            assert!(
+                gone(&teardown),
+                "{what}: the teardown process outlived the run ({status:?})"
+            );
+            let left = survivors(&m);
+            assert!(
+                left.is_empty(),
+                "{what}: still running:\n{}",
+                left.join("\n")
+            );
+        }
+        let (mut child, _lines) = start(Way::Auto, Place::Host, user, "echo ready; exit 0");
+        let children = helper_children(Pid::from_raw(child.id() as i32));
+        let status = wait_bounded(&mut child, "host");
+        assert!(status.success(), "host {user:?}: {status:?}");
+        assert!(
+            children.len() <= 1,
+            "host {user:?}: the stub's helper children {children:?}: init only"
+        );
+    }
+}

@@ -43,6 +43,7 @@ use nix::sys::stat::Mode;
 
 use crate::bwrap_args::{self, Mount};
 use crate::sys;
+use crate::teardown::Teardown;
 
 mod lost;
 mod renames;
@@ -69,23 +70,45 @@ fn cmdline(proc_dir: BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> {
 
 /// Whether PID 1 of this PID namespace is bubblewrap: its executable (or,
 /// where that link is closed to this process, its `argv[0]`) is named
-/// `bwrap`; with its command line when one read held all of it. No
-/// allocation and no `/proc` descriptor on the way to "no" (every run on
-/// the host asks).
-fn pid1_is_bwrap() -> (bool, Option<Vec<OsString>>) {
-    let named_bwrap = |p: &[u8]| p.rsplit(|&b| b == b'/').next() == Some(b"bwrap");
-    let mut buf = [0u8; 16 * 1024];
-    if let Ok(n) = sys::readlink_at(libc::AT_FDCWD, c"/proc/1/exe", &mut buf) {
-        return (named_bwrap(&buf[..n]), None);
+/// `bwrap`; with its command line when one read held all of it. Asked
+/// once, before the namespaces (the teardown process depends on it too).
+pub struct Pid1 {
+    bubblewrap: bool,
+    words: Option<Vec<OsString>>,
+}
+
+impl Pid1 {
+    /// No allocation and no `/proc` descriptor on the way to "no" (every
+    /// run on the host asks).
+    pub fn look() -> Pid1 {
+        let named_bwrap = |p: &[u8]| p.rsplit(|&b| b == b'/').next() == Some(b"bwrap");
+        let no = Pid1 {
+            bubblewrap: false,
+            words: None,
+        };
+        let mut buf = [0u8; 16 * 1024];
+        if let Ok(n) = sys::readlink_at(libc::AT_FDCWD, c"/proc/1/exe", &mut buf) {
+            return Pid1 {
+                bubblewrap: named_bwrap(&buf[..n]),
+                words: None,
+            };
+        }
+        let Ok(n) = sys::read_head(c"/proc/1/cmdline", &mut buf) else {
+            return no;
+        };
+        let argv0 = buf[..n].split(|&b| b == 0).next().unwrap_or_default();
+        if !named_bwrap(argv0) {
+            return no;
+        }
+        Pid1 {
+            bubblewrap: true,
+            words: (n < buf.len()).then(|| words(&buf[..n])),
+        }
     }
-    let Ok(n) = sys::read_head(c"/proc/1/cmdline", &mut buf) else {
-        return (false, None);
-    };
-    let argv0 = buf[..n].split(|&b| b == 0).next().unwrap_or_default();
-    if !named_bwrap(argv0) {
-        return (false, None);
+
+    pub fn is_bubblewrap(&self) -> bool {
+        self.bubblewrap
     }
-    (true, (n < buf.len()).then(|| words(&buf[..n])))
 }
 
 /// A destination as the kernel names the mount point: absolute, no empty
@@ -145,6 +168,8 @@ pub struct Guard {
     watched: Vec<Watched>,
     /// The folders on the way to the destinations, watched for renames.
     renames: Option<Renames>,
+    /// Holds the inotify instance past the stub's exit, if it started.
+    teardown: Option<Teardown>,
     /// For `SRT_DEBUG`.
     pub summary: String,
 }
@@ -154,9 +179,9 @@ impl Guard {
     /// `mountinfo` (its mount namespace is the command's); elsewhere says
     /// why there is nothing to guard. Before init starts: init mounts a
     /// new `/proc` over the shared one.
-    pub fn open() -> Result<Guard, String> {
-        let (is_bwrap, words) = pid1_is_bwrap();
-        if !is_bwrap {
+    pub fn open(pid1: Pid1, teardown: Option<Teardown>) -> Result<Guard, String> {
+        let Pid1 { bubblewrap, words } = pid1;
+        if !bubblewrap {
             return Err(
                 "PID 1 is not bubblewrap: nothing says which mounts protect anything".into(),
             );
@@ -179,6 +204,7 @@ impl Guard {
             mountinfo: fd,
             watched: Vec::new(),
             renames: None,
+            teardown,
             summary: String::new(),
         })
     }
@@ -266,7 +292,7 @@ impl Guard {
         // The watches first: a rename between the check and the watch
         // would go unseen.
         let watching_since = std::time::Instant::now();
-        let mut renames = Renames::new()
+        let mut renames = Renames::new(self.teardown.as_ref())
             .map_err(|e| Lost::unwatchable(format!("inotify_init1: {}", e.desc())))?;
         for &(i, _) in &candidates {
             renames
@@ -308,6 +334,10 @@ impl Guard {
             },
             covered.join(", ")
         );
+        if renames.handed_over() {
+            self.summary += "; the teardown process releases the watches and the mount \
+                             namespace after the stub's exit";
+        }
         self.renames = Some(renames);
         Ok(())
     }

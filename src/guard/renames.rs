@@ -27,6 +27,8 @@ use nix::fcntl::{OFlag, open, readlinkat};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use nix::sys::stat::Mode;
 
+use crate::teardown::Teardown;
+
 /// What a watched folder reports: a name moved away or in, or removed;
 /// the folder itself removed or moved.
 fn events() -> AddWatchFlags {
@@ -61,19 +63,26 @@ pub(super) struct Renames {
     resolved: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     /// Folders that could not be watched, for `SRT_DEBUG`.
     pub(super) unwatched: usize,
+    /// The teardown process holds the instance too, and releases it after
+    /// the stub's exit (teardown.rs): nothing to wait for here.
+    handed_over: bool,
 }
 
 /// Closing an inotify instance that still has watches waits for the
 /// kernel's fsnotify grace period (`synchronize_srcu`): 10-15 ms here, on
-/// every guarded run's exit, which bubblewrap's exit then waits for. With
-/// the watches removed first and the stub off the CPU for a moment (a
-/// sleep of a nanosecond: one timer-slack wait, about 60 us), the close
-/// takes tens of microseconds: measured slow in 95 of 100 closes without,
-/// 1 of 100 with (a busy wait of 1 ms does not help, nor removing the
-/// watches earlier and then blocking in `poll` until init's exit: 20 ms a
-/// run again; the sleep does).
+/// every guarded run's exit, which bubblewrap's exit then waits for. Where
+/// the teardown process holds the instance too, the stub's close is not
+/// the last and costs nothing. Otherwise: with the watches removed first
+/// and the stub off the CPU for a moment (a sleep of a nanosecond: one
+/// timer-slack wait, 60-180 us), the close takes 50-150 us: measured slow
+/// in 95 of 100 closes without, 1 of 100 with (a busy wait of 1 ms does
+/// not help, nor removing the watches earlier and then blocking in `poll`
+/// until init's exit: 20 ms a run again; the sleep does).
 impl Drop for Renames {
     fn drop(&mut self) {
+        if self.handed_over {
+            return;
+        }
         let mut removed = false;
         for (_, wd) in &self.asked {
             if let Some(wd) = wd {
@@ -108,14 +117,23 @@ fn steps(path: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 }
 
 impl Renames {
-    pub(super) fn new() -> Result<Renames, Errno> {
+    /// A new instance, handed to the teardown process where there is one.
+    pub(super) fn new(teardown: Option<&Teardown>) -> Result<Renames, Errno> {
+        let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK)?;
+        let handed_over = teardown.is_some_and(|t| t.keep(inotify.as_fd()).is_ok());
         Ok(Renames {
-            inotify: Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK)?,
+            inotify,
             names: Vec::new(),
             asked: Vec::new(),
             resolved: Vec::new(),
             unwatched: 0,
+            handed_over,
         })
+    }
+
+    /// Whether the teardown process holds the instance.
+    pub(super) fn handed_over(&self) -> bool {
+        self.handed_over
     }
 
     pub(super) fn fd(&self) -> BorrowedFd<'_> {
@@ -297,7 +315,7 @@ mod tests {
             Mode::empty(),
         )
         .unwrap();
-        let mut r = Renames::new().unwrap();
+        let mut r = Renames::new(None).unwrap();
         let d = dir.as_os_str().as_bytes();
         r.watch(&[d, b"/sub/a"].concat(), 0, proc_dir.as_fd())
             .unwrap();

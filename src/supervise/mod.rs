@@ -67,10 +67,11 @@ use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use crate::error::{EXIT_SETUP, Error, Step};
-use crate::guard::{Guard, Lost};
+use crate::guard::{Guard, Lost, Pid1};
 use crate::observe::Observer;
 use crate::plan::{Channel, Kind, Plan, Report, Way};
 use crate::sys;
+use crate::teardown::Teardown;
 use crate::terminal::Terminal;
 use crate::worker;
 
@@ -123,7 +124,11 @@ fn signal_set() -> SigSet {
 /// Builds the tree and supervises it; returns once the command is done.
 /// With an `observer`, the worker installs the observe filter and the stub
 /// serves its notifications.
-pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, Error> {
+pub fn run(
+    plan: Plan,
+    mut observer: Option<&mut Observer>,
+    (pid1, teardown): (Pid1, Option<Teardown>),
+) -> Result<Outcome, Error> {
     let set = signal_set();
     // An inherited SIG_IGN for SIGCHLD would make the kernel reap for us.
     sys::set_default_disposition(libc::SIGCHLD).map_err(|e| Error::setup(Step::Signals, e))?;
@@ -167,7 +172,7 @@ pub fn run(plan: Plan, mut observer: Option<&mut Observer>) -> Result<Outcome, E
 
     // The mount guard's handles, before init mounts its /proc. Without
     // them the run goes on unguarded, as every other helper's does.
-    let (mut guard, mut guard_note) = match Guard::open() {
+    let (mut guard, mut guard_note) = match Guard::open(pid1, teardown) {
         Ok(g) => (Some(g), String::new()),
         Err(why) => (None, format!("mount guard: off ({why})")),
     };

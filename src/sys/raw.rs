@@ -212,6 +212,28 @@ pub fn raw_getpid() -> libc::pid_t {
     numeric(libc::SYS_getpid, [0; 6]).unwrap_or(0) as libc::pid_t
 }
 
+/// Sleeps until the other end of the socket `fd` is closed (POLLHUP or
+/// POLLERR: `ppoll` with no events asked and no timeout); the teardown
+/// process's wait (teardown.rs).
+pub fn wait_peer_closed(fd: RawFd) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one pollfd, writable; no timeout, no signal mask.
+        let ret = unsafe { syscall6(libc::SYS_ppoll, [(&raw mut pfd) as usize, 1, 0, 0, 8, 0]) };
+        // EINTR, or a wake-up without either flag: sleep again. Any other
+        // error (a bad descriptor) ends the wait.
+        match raw_result(ret) {
+            Ok(_) if pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 => return,
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return,
+        }
+    }
+}
+
 /// Whether the other end of the socket `fd` is closed: `ppoll` with no
 /// events asked and a zero timeout reports POLLHUP (or POLLERR) alone.
 pub fn peer_closed(fd: RawFd) -> Result<bool, Errno> {
