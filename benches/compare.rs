@@ -11,6 +11,9 @@
 //! with srt's options as that user. Also peak RSS (`/usr/bin/time -f %M`)
 //! and binary size.
 //!
+//! Each timed run follows an untimed run of the same candidate (see
+//! [`paired`]; `BENCH_PAIRED=0` times every run).
+//!
 //! Environment: `BENCH_ROUNDS` (default 400), `BENCH_ONLY` (run only the
 //! settings whose name contains it, e.g. `bwrap`), `APPLY_SECCOMP_C_HELPER`
 //! (a C helper to use instead of fetching it), `APPLY_SECCOMP_SRT_VERSION`,
@@ -225,6 +228,16 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Whether each timed run follows an untimed run of the same candidate
+/// (the default; `BENCH_PAIRED=0` turns it off). A run may leave work to
+/// finish after its exit (this helper's teardown process, under
+/// bubblewrap: src/teardown.rs); unpaired, that work would land on
+/// whichever candidate runs next. Paired, each timed run pays for what
+/// its own predecessor left, as back-to-back commands would.
+fn paired() -> bool {
+    std::env::var("BENCH_PAIRED").map_or(true, |v| v != "0")
+}
+
 /// Per-candidate times (ms) over interleaved, shuffled rounds.
 fn measure(cands: &[Candidate], uid: Option<u32>, rounds: usize) -> Vec<Vec<f64>> {
     let mut times = vec![Vec::with_capacity(rounds); cands.len()];
@@ -238,6 +251,9 @@ fn measure(cands: &[Candidate], uid: Option<u32>, rounds: usize) -> Vec<Vec<f64>
             order.swap(i, (seed >> 33) as usize % (i + 1));
         }
         for &i in &order {
+            if paired() {
+                time_once(&cands[i].argv, uid);
+            }
             let t = time_once(&cands[i].argv, uid);
             if round >= 20 {
                 // the first 20 rounds warm caches and are dropped
@@ -332,7 +348,14 @@ fn main() {
     if let Ok(only) = std::env::var("BENCH_ONLY") {
         settings.retain(|(name, _, _)| name.contains(only.as_str()));
     }
-    println!("rounds: {rounds} per setting, interleaved and shuffled; times are medians in ms");
+    println!(
+        "rounds: {rounds} per setting, interleaved and shuffled{}; times are medians in ms",
+        if paired() {
+            ", each timed run after an untimed one of the same candidate"
+        } else {
+            ""
+        }
+    );
     println!(
         "baseline: {}\n",
         base.as_ref().map_or("none".into(), |(commit, _)| format!("{commit} (ours/baseline: median of ratios; overhead: a run minus the same round's `true`)"))
