@@ -212,55 +212,51 @@ pub fn raw_getpid() -> libc::pid_t {
     numeric(libc::SYS_getpid, [0; 6]).unwrap_or(0) as libc::pid_t
 }
 
-/// Sleeps until the other end of the socket `fd` is closed (POLLHUP or
-/// POLLERR: `ppoll` with no events asked and no timeout); the teardown
-/// process's wait (teardown.rs).
-pub fn wait_peer_closed(fd: RawFd) {
+/// `ppoll` on `fd` with no events asked (only POLLHUP, POLLERR and
+/// POLLNVAL can be reported), for at most `timeout` (`None`: no limit);
+/// the flags reported. EINTR sleeps again.
+fn hang_ups(fd: RawFd, timeout: Option<&libc::timespec>) -> Result<libc::c_short, Errno> {
     let mut pfd = libc::pollfd {
         fd,
         events: 0,
         revents: 0,
     };
+    let limit = timeout.map_or(0, |t| t as *const libc::timespec as usize);
     loop {
-        // SAFETY: one pollfd, writable; no timeout, no signal mask.
-        let ret = unsafe { syscall6(libc::SYS_ppoll, [(&raw mut pfd) as usize, 1, 0, 0, 8, 0]) };
-        // EINTR, or a wake-up without either flag: sleep again. Any other
-        // error (a bad descriptor) ends the wait.
+        // SAFETY: one pollfd, writable; `limit` is null or points at a
+        // timespec alive for the call; no signal mask.
+        let ret = unsafe {
+            syscall6(
+                libc::SYS_ppoll,
+                [(&raw mut pfd) as usize, 1, limit, 0, 8, 0],
+            )
+        };
         match raw_result(ret) {
-            Ok(_) if pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 => return,
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(_) => return,
+            Err(Errno::EINTR) => {}
+            other => {
+                other?;
+                return Ok(pfd.revents);
+            }
         }
     }
 }
 
-/// Whether the other end of the socket `fd` is closed: `ppoll` with no
-/// events asked and a zero timeout reports POLLHUP (or POLLERR) alone.
+/// Sleeps until the other end of the socket `fd` is closed; the teardown
+/// process's wait (teardown.rs). A wake-up without a hang-up sleeps
+/// again; an error (a bad descriptor) ends the wait.
+pub fn wait_peer_closed(fd: RawFd) {
+    let hung_up = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+    while hang_ups(fd, None).is_ok_and(|r| r & hung_up == 0) {}
+}
+
+/// Whether the other end of the socket `fd` is closed: reported at once
+/// (a zero timeout), POLLHUP or POLLERR alone.
 pub fn peer_closed(fd: RawFd) -> Result<bool, Errno> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    };
     let zero = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: one pollfd, writable; a timespec, readable; no signal mask.
-    raw_result(unsafe {
-        syscall6(
-            libc::SYS_ppoll,
-            [
-                (&raw mut pfd) as usize,
-                1,
-                (&raw const zero) as usize,
-                0,
-                8,
-                0,
-            ],
-        )
-    })?;
-    Ok(pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0)
+    Ok(hang_ups(fd, Some(&zero))? & (libc::POLLHUP | libc::POLLERR) != 0)
 }
 
 /// `prctl(PR_SET_PDEATHSIG, sig)`.
