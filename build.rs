@@ -390,4 +390,14 @@ fn order_the_run_code() {
     // `.relr.dyn`, and the start-up reads a bitmap instead of 1,176
     // entries.
     println!("cargo:rustc-link-arg-bins=-zpack-relative-relocs");
+    // The release profile's panic = "abort" (Cargo.toml; a build script
+    // sees the profile, not its panic strategy) unwinds nothing: the
+    // unwind tables go (link/no-unwind-tables.ld). A panic still prints
+    // its message and aborts; RUST_BACKTRACE's backtrace is empty. The
+    // dev profile unwinds and keeps them.
+    if std::env::var("PROFILE").as_deref() == Ok("release") {
+        println!("cargo:rustc-link-arg-bins=--no-eh-frame-hdr");
+        println!("cargo:rerun-if-changed=link/no-unwind-tables.ld");
+        println!("cargo:rustc-link-arg-bins={dir}/link/no-unwind-tables.ld");
+    }
 }

@@ -133,10 +133,10 @@ fn environment() -> Check {
         }
     }
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    if release.to_lowercase().contains("microsoft") {
+    if release.to_ascii_lowercase().contains("microsoft") {
         signs.push(format!(
             "WSL{} (the kernel release {} names Microsoft)",
-            if release.to_lowercase().contains("wsl2") {
+            if release.to_ascii_lowercase().contains("wsl2") {
                 "2"
             } else {
                 ""
