@@ -263,6 +263,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         },
         observer.as_mut(),
         (pid1, teardown),
+        cfg.debug,
     )?;
     for text in &outcome.observe_errors {
         eprintln!("{}", observe::init_error_line(text));

@@ -74,7 +74,7 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
         }
     }
     // The stub's go-ahead after its mount check (guard/): a byte, or
-    // the end of the pipe when a protecting mount is gone (the stub says
+    // the end of the socket when a protecting mount is gone (the stub says
     // why and stops the tree).
     if let Some(go) = plan.go {
         let mut byte = [0u8; 1];

@@ -13,11 +13,13 @@
 //! unmount (the filters refuse it).
 //!
 //! Before the command starts, [`Guard::start`] reads what bubblewrap was
-//! asked to mount (its PID 1's command line, walked by bwrap_args.rs),
+//! asked to mount (its PID 1's command line, walked by bwrap_args.rs) and
 //! watches the folders on the way to each destination for names moved or
-//! removed (renames.rs: inotify), then checks that each destination is
-//! still the root of a mount (`statx`, `STATX_ATTR_MOUNT_ROOT`: one call
-//! each). During the run the stub polls the namespace's `mountinfo`
+//! removed (renames.rs: inotify), while init makes its mounts; once init
+//! says they are made, [`Guard::check`] sets the poll's mark and checks
+//! that each destination is still the root of a mount (`statx`,
+//! `STATX_ATTR_MOUNT_ROOT`: one call each), so init's own mounts wake no
+//! check. During the run the stub polls the namespace's `mountinfo`
 //! (POLLPRI on every change of the mount table; it is never read) and the
 //! watches; [`Guard::changed`] and [`Guard::renamed`] look again: an
 //! unlinked placeholder is gone, a file renamed over a self-bound one is a
@@ -36,9 +38,11 @@
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
+use std::time::Instant;
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, openat};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::stat::Mode;
 
 use crate::bwrap_args::{self, Mount};
@@ -47,9 +51,11 @@ use crate::teardown::Teardown;
 
 mod lost;
 mod renames;
+mod summary;
 
 pub use lost::Lost;
 use renames::{Affected, Renames};
+use summary::Found;
 
 /// PID 1's command line, word by word.
 fn words(mut text: &[u8]) -> Vec<OsString> {
@@ -170,8 +176,7 @@ pub struct Guard {
     renames: Option<Renames>,
     /// Holds the inotify instance past the stub's exit, if it started.
     teardown: Option<Teardown>,
-    /// For `SRT_DEBUG`.
-    pub summary: String,
+    found: Found,
 }
 
 impl Guard {
@@ -205,7 +210,7 @@ impl Guard {
             watched: Vec::new(),
             renames: None,
             teardown,
-            summary: String::new(),
+            found: Found::default(),
         })
     }
 
@@ -230,55 +235,47 @@ impl Guard {
     }
 
     /// Before the command starts: reads what bubblewrap was asked to mount,
-    /// picks what to watch, and reports a required destination that is
-    /// not mounted.
+    /// picks what to watch and watches the folders on the way.
+    /// [`Guard::check`] then looks at the destinations.
     pub fn start(&mut self) -> Result<(), Lost> {
-        let began = std::time::Instant::now();
+        self.found.began = Some(Instant::now());
         match self.bwrap_args().and_then(|args| {
             bwrap_args::walk(&args).map_err(|e| format!("bubblewrap's command line: {e}"))
         }) {
-            Ok(walk) => {
-                self.watch_destinations(&walk.mounts)?;
-                self.summary += &format!("; {} us", began.elapsed().as_micros());
-                Ok(())
-            }
+            Ok(walk) => self.watch_destinations(&walk.mounts),
             Err(why) => {
-                self.summary =
-                    format!("mount guard: off ({why}: nothing says which mounts protect anything)");
+                self.found.off = Some(why);
                 Ok(())
             }
         }
     }
 
     fn watch_destinations(&mut self, mounts: &[Mount]) -> Result<(), Lost> {
-        let (mut required, mut optional, mut adding, mut unchecked) = (0, 0, 0, 0);
-        let mut covered = Vec::new();
+        let f = &mut self.found;
         let dests: Vec<Vec<u8>> = mounts.iter().map(|m| normalize(&m.dest)).collect();
-        // The destinations to protect, each once: `(index, optional)`.
-        let mut candidates = Vec::new();
         for (i, m) in mounts.iter().enumerate() {
             let dest = &dests[i];
             // A read-write bind grants; losing it takes access away.
             if !m.restricts {
-                adding += 1;
+                f.adding += 1;
                 continue;
             }
             // A later mount at this destination or above it covers this
             // one (srt binds its proxy socket before `--ro-bind / /`): it
             // protects nothing any more.
             if dests[i + 1..].iter().any(|later| covers(later, dest)) {
-                covered.push(String::from_utf8_lossy(dest).into_owned());
+                f.covered.push(dest.clone());
                 continue;
             }
             if m.optional {
-                optional += 1;
+                f.optional += 1;
             } else {
-                required += 1;
+                f.required += 1;
             }
             if self.watched.iter().any(|w| &w.point == dest) {
                 continue;
             }
-            candidates.push((self.watched.len(), m.optional));
+            f.candidates.push((self.watched.len(), m.optional));
             self.watched.push(Watched {
                 point: dest.clone(),
                 made_by: if m.source.is_empty() {
@@ -289,56 +286,44 @@ impl Guard {
                 active: false,
             });
         }
-        // The watches first: a rename between the check and the watch
-        // would go unseen.
-        let watching_since = std::time::Instant::now();
+        // The watches before the check: a rename between the check and the
+        // watch would go unseen.
+        let watching_since = Instant::now();
         let mut renames = Renames::new(self.teardown.as_ref())
             .map_err(|e| Lost::unwatchable(format!("inotify_init1: {}", e.desc())))?;
-        for &(i, _) in &candidates {
+        for &(i, _) in &f.candidates {
             renames
                 .watch(&self.watched[i].point, i, self.proc_dir.as_fd())
                 .map_err(|e| Lost::unwatchable(format!("inotify_add_watch: {}", e.desc())))?;
         }
         renames.ready();
-        let watching_took = watching_since.elapsed();
+        f.watching_took = watching_since.elapsed();
+        self.renames = Some(renames);
+        Ok(())
+    }
+
+    /// After [`Guard::start`] and the run's own mounts (init's `/proc`;
+    /// `mounted`: there were some): takes the mount table as it is now for
+    /// the poll's mark, then reports a required destination that is not
+    /// mounted. A change after the mark wakes the poll; one before it,
+    /// this check sees. So init's mounts wake no check during the run.
+    pub fn check(&mut self, mounted: bool) -> Result<(), Lost> {
+        let candidates = std::mem::take(&mut self.found.candidates);
+        if mounted && !candidates.is_empty() {
+            // A poll that sees a change moves the mark to the present.
+            let mut fd = [PollFd::new(self.mountinfo.as_fd(), PollFlags::POLLPRI)];
+            let _ = poll(&mut fd, PollTimeout::ZERO);
+        }
         for (i, is_optional) in candidates {
             let w = &mut self.watched[i];
             match holds(&w.point) {
                 Some(true) => w.active = true,
                 Some(false) if is_optional => {}
                 Some(false) => return Err(Lost::at(&w.point, Some(w.made_by.clone()), true)),
-                None => unchecked += 1,
+                None => self.found.unchecked += 1,
             }
         }
-        let active = self.watched.iter().filter(|w| w.active).count();
-        self.summary = format!(
-            "mount guard: {active} destinations of bubblewrap's restricting mounts watched, \
-             and {} folders on their way for renames ({} us){}; all {required} required ones mounted \
-             before the command ({optional} -try forms not required, {adding} read-write binds \
-             not watched, {unchecked} not searchable, {} covered by a later mount{}{})",
-            renames.folders(),
-            watching_took.as_micros(),
-            if renames.unwatched > 0 {
-                format!(
-                    " ({} not readable by this user, not watched)",
-                    renames.unwatched
-                )
-            } else {
-                String::new()
-            },
-            covered.len(),
-            if covered.is_empty() {
-                ""
-            } else {
-                ", so protecting nothing in this sandbox: "
-            },
-            covered.join(", ")
-        );
-        if renames.handed_over() {
-            self.summary += "; the teardown process releases the watches and the mount \
-                             namespace after the stub's exit";
-        }
-        self.renames = Some(renames);
+        self.found.took = self.found.began.map(|t| t.elapsed()).unwrap_or_default();
         Ok(())
     }
 

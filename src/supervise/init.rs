@@ -3,7 +3,8 @@
 //! so raw system calls only, no allocation, no formatting, no panics. It
 //! arms PDEATHSIG, makes itself non-dumpable, `/` private, mounts `/proc`
 //! (where refused, binds the caller's read-only), sets the namespace
-//! limit, binds `/proc/sys` read-only, starts the
+//! limit, binds `/proc/sys` read-only, tells the mount guard its mounts
+//! are made, starts the
 //! worker (sys::spawn_vfork), relays the forwarded signals, reaps every
 //! child and exits with the worker's status.
 
@@ -88,6 +89,13 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     // filter's to refuse, so it stays read-only.
     if let Err(e) = read_only_bind(c"/proc/sys", false) {
         chan.fail(Step::ProcSysReadOnly, e);
+    }
+    // The mount guard's stub checks the destinations after these mounts,
+    // so that they wake no check during the run (guard/).
+    if let Some(go) = plan.go {
+        if let Err(e) = sys::raw_write(go, b"m") {
+            chan.fail(Step::MountGuard, e);
+        }
     }
     // A raw mmap, in the shared memory; never unmapped (init exits, and
     // the stub soon after).

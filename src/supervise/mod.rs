@@ -58,8 +58,9 @@
 //! mount guard, job control); init.rs is init. The types the worker shares
 //! with them are in plan.rs.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
+use nix::errno::Errno;
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
@@ -79,7 +80,7 @@ mod init;
 mod serve;
 
 use init::{InitArgs, inner_init};
-use serve::{Job, end_leftovers, read_reports, supervise};
+use serve::{Job, end_leftovers, init_mounted, read_reports, supervise};
 
 /// Signals relayed from the stub to init and from init to the worker.
 pub const FORWARDED: [Signal; 6] = [
@@ -108,7 +109,7 @@ pub struct Outcome {
     /// A protecting mount found gone: the command was stopped or never
     /// started, and the status is 125.
     pub lost: Option<Lost>,
-    /// What the mount guard watched, for `SRT_DEBUG`.
+    /// What the mount guard watched, for `SRT_DEBUG` (empty without it).
     pub guard_note: String,
 }
 
@@ -128,6 +129,7 @@ pub fn run(
     plan: Plan,
     mut observer: Option<&mut Observer>,
     (pid1, teardown): (Pid1, Option<Teardown>),
+    debug: bool,
 ) -> Result<Outcome, Error> {
     let set = signal_set();
     // An inherited SIG_IGN for SIGCHLD would make the kernel reap for us.
@@ -181,14 +183,21 @@ pub fn run(
     // namespace way it checks while init works, and the worker waits for
     // its go-ahead.
     if let (Way::CapabilityFree { .. }, Some(g)) = (plan.way, guard.as_mut()) {
-        if let Err(lost) = g.start() {
+        if let Err(lost) = g.start().and_then(|()| g.check(false)) {
             return Ok(refused_before_start(lost, observer, observe_errors, &ours));
         }
     }
+    // The go-ahead's socket: init says on it that its mounts are made,
+    // the worker waits on it for the stub's byte.
     let go = match (plan.way, &guard) {
         (Way::Namespaces { .. }, Some(_)) => Some(
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                .map_err(|e| Error::setup(Step::MountGuard, e))?,
+            socketpair(
+                AddressFamily::Unix,
+                SockType::SeqPacket,
+                None,
+                SockFlag::SOCK_CLOEXEC,
+            )
+            .map_err(|e| Error::setup(Step::MountGuard, e))?,
         ),
         _ => None,
     };
@@ -196,7 +205,7 @@ pub fn run(
     // the stub's group has it, and its stops are passed up (terminal.rs).
     let terminal = Terminal::open();
     let plan = Plan {
-        go: go.as_ref().map(|(read, _)| read.as_raw_fd()),
+        go: go.as_ref().map(|(_, inner)| inner.as_raw_fd()),
         tty: terminal.as_ref().and_then(Terminal::to_hand_over),
         job_control: terminal.is_some(),
         ..plan
@@ -213,7 +222,7 @@ pub fn run(
         stub_ends: [
             Some(ours.as_raw_fd()),
             listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
-            go.as_ref().map(|(_, write)| write.as_raw_fd()),
+            go.as_ref().map(|(stub_end, _)| stub_end.as_raw_fd()),
         ],
     };
     let child = match plan.way {
@@ -247,22 +256,40 @@ pub fn run(
         }
     };
     drop(theirs);
+    // Init's and the worker's copies alone: their end comes with theirs.
+    let go = go.map(|(stub_end, inner)| {
+        drop(inner);
+        stub_end
+    });
     let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
         drop(inner_end);
         stub_end
     });
     let child = Pid::from_raw(child);
-    // The check, while init works; then the go-ahead (one byte), or none:
-    // the worker then reads the end of the pipe and exits unrun.
-    if let (Some((_, write)), Some(g)) = (go, guard.as_mut()) {
+    // The watches while init mounts; the check once it has (its mounts
+    // then wake no check during the run); then the go-ahead (one byte), or
+    // none: the worker then reads the end of the socket and exits unrun.
+    // Init gone before its byte: no worker to go ahead; the run's end
+    // says why.
+    if let (Some(go), Some(g)) = (go, guard.as_mut()) {
         let verdict = match g.start() {
-            Ok(()) => sys::raw_write(write.as_raw_fd(), b"g")
-                .map(|_| None)
-                .map_err(|e| Error::setup(Step::MountGuard, e)),
             Err(lost) => Ok(Some(lost)),
+            Ok(()) => match init_mounted(go.as_fd()) {
+                Err(e) => Err(Error::setup(Step::MountGuard, e)),
+                Ok(false) => Ok(None),
+                Ok(true) => match g.check(true) {
+                    Err(lost) => Ok(Some(lost)),
+                    // EPIPE: init ended after its byte, before the
+                    // worker started; the run's end says why.
+                    Ok(()) => match sys::raw_write(go.as_raw_fd(), b"g") {
+                        Ok(_) | Err(Errno::EPIPE) => Ok(None),
+                        Err(e) => Err(Error::setup(Step::MountGuard, e)),
+                    },
+                },
+            },
         };
-        // Unless it got its byte, the worker now reads the end of the pipe.
-        drop(write);
+        // Unless it got its byte, the worker now reads the end.
+        drop(go);
         if !matches!(verdict, Ok(None)) {
             let _ = kill(child, Signal::SIGKILL);
             let _ = waitpid(child, None);
@@ -271,8 +298,8 @@ pub fn run(
             return Ok(refused_before_start(lost, observer, observe_errors, &ours));
         }
     }
-    if let Some(g) = &guard {
-        guard_note = g.summary.clone();
+    if let Some(g) = guard.as_ref().filter(|_| debug) {
+        guard_note = g.summary();
     }
     // The stub needs none of what the filters refuse; filtered, it is no
     // way around them even if the command got hold of it. Here, not before

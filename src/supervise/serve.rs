@@ -298,3 +298,15 @@ pub(super) fn read_reports(ours: &OwnedFd) -> Vec<Report> {
     }
     reports
 }
+
+/// Waits for init's byte on the go-ahead socket: its mounts are made.
+/// `false`: init ended before it (its report says why).
+pub(super) fn init_mounted(go: BorrowedFd<'_>) -> Result<bool, Errno> {
+    let mut byte = [0u8; 1];
+    loop {
+        match sys::raw_read(go.as_raw_fd(), &mut byte) {
+            Err(Errno::EINTR) => {}
+            got => return got.map(|n| n == 1),
+        }
+    }
+}
