@@ -121,7 +121,7 @@ impl Step {
             Step::DropPtrace => "prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE)",
             Step::Landlock => "landlock_restrict_self",
             Step::Subreaper => "prctl(PR_SET_CHILD_SUBREAPER)",
-            Step::MountGuard => "the mount check's go-ahead (pipe)",
+            Step::MountGuard => "the mount check's hand-over to init (socket)",
             Step::ProcessGroup => "setpgid(0, 0)",
             Step::Foreground => "tcsetpgrp(terminal, the command's group)",
             Step::ProcSysReadOnly => "mount(/proc/sys, MS_BIND|MS_RDONLY)",

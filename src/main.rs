@@ -257,7 +257,6 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             exec,
             filters,
             way,
-            go: None,
             tty: None,
             job_control: false,
         },

@@ -21,10 +21,6 @@ pub struct Plan {
     pub exec: &'static ExecArgs,
     pub filters: Filters,
     pub way: Way,
-    /// The inner end of the go-ahead socket: init says on it that its
-    /// mounts are made, the worker waits on it, just before its exec, for
-    /// the stub's mount check (guard/). `None`: no check to wait for.
-    pub go: Option<RawFd>,
     /// The caller's terminal, whose foreground the worker gives the
     /// command's group (terminal.rs); `None`: no terminal, or the stub's
     /// group is not in front.

@@ -8,8 +8,7 @@
 //! (no_new_privs), landlock_restrict_self (capability-free way only),
 //! seccomp (the unix filter; the observe filter when the run is observed,
 //! whose listener goes to the stub with one sendmsg and is then closed;
-//! the namespaces filter, unless nesting is allowed), read (the stub's
-//! go-ahead, when it checks the mounts first), getpid and ioctl
+//! the namespaces filter, unless nesting is allowed), getpid and ioctl
 //! (TIOCSPGRP, on a terminal: terminal.rs), execve (through
 //! execvp's PATH search), and on failure a write of one report and
 //! `_exit`. On the capability-free way, `Channel::arm_parent_death` came
@@ -19,10 +18,9 @@
 
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
-use nix::errno::Errno;
 use nix::sys::signal::SigSet;
 
-use crate::error::{EXIT_SETUP, Step, errno, exec_exit_code};
+use crate::error::{Step, errno, exec_exit_code};
 use crate::plan::{Channel, Kind, Plan, Way};
 use crate::sys;
 
@@ -71,20 +69,6 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
     if let Some(ns) = plan.filters.namespaces {
         if let Err(e) = sys::install_filter(ns.bytes()) {
             chan.fail(Step::FilterNamespaces, e);
-        }
-    }
-    // The stub's go-ahead after its mount check (guard/): a byte, or
-    // the end of the socket when a protecting mount is gone (the stub says
-    // why and stops the tree).
-    if let Some(go) = plan.go {
-        let mut byte = [0u8; 1];
-        loop {
-            match sys::raw_read(go, &mut byte) {
-                Ok(1) => break,
-                Ok(_) => sys::exit_now(EXIT_SETUP),
-                Err(Errno::EINTR) => {}
-                Err(e) => chan.fail(Step::MountGuard, e),
-            }
         }
     }
     // The caller's terminal, when the stub's group had it: the command's

@@ -463,13 +463,21 @@ fn the_teardown_process_holds_one_socket_and_ends_with_the_stub() {
                         assert!(gone(&teardown), "{what}: the teardown process stayed");
                     }
                     // The command's sleep only (bwrap's and the helper's
-                    // command lines hold the marker too).
-                    for p in processes_with(&format!("sleep {m}")) {
-                        if cmdline(p.split(':').next().unwrap()).starts_with("sleep ") {
-                            let pid = p.split(':').next().unwrap().parse().unwrap();
-                            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+                    // command lines hold the marker too); the shell may
+                    // not have started it yet when it says `ready`.
+                    let deadline = Instant::now() + Duration::from_secs(5);
+                    let mut ended = 0;
+                    while ended == 0 && Instant::now() < deadline {
+                        for p in processes_with(&format!("sleep {m}")) {
+                            if cmdline(p.split(':').next().unwrap()).starts_with("sleep ") {
+                                let pid = p.split(':').next().unwrap().parse().unwrap();
+                                ended +=
+                                    usize::from(kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok());
+                            }
                         }
+                        std::thread::sleep(Duration::from_millis(5));
                     }
+                    assert_eq!(ended, 1, "{what}: the command's sleep, signalled");
                     let status = wait_bounded(&mut child, &what);
                     assert_eq!(status.code(), Some(0), "{what}: the run's status");
                     status

@@ -15,11 +15,13 @@
 //! Before the command starts, [`Guard::start`] reads what bubblewrap was
 //! asked to mount (its PID 1's command line, walked by bwrap_args.rs) and
 //! watches the folders on the way to each destination for names moved or
-//! removed (renames.rs: inotify), while init makes its mounts; once init
-//! says they are made, [`Guard::check`] sets the poll's mark and checks
-//! that each destination is still the root of a mount (`statx`,
-//! `STATX_ATTR_MOUNT_ROOT`: one call each), so init's own mounts wake no
-//! check. During the run the stub polls the namespace's `mountinfo`
+//! removed (renames.rs: inotify) and checks that each destination is
+//! still the root of a mount (`statx`, `STATX_ATTR_MOUNT_ROOT`: one call
+//! each), while init makes its mounts; init, once they are made and the
+//! stub has said it checked, takes the mount table's changes so far and
+//! looks at the mounted destinations again ([`recheck_after_mounts`]), so
+//! that init's own mounts wake no check and the worker waits for nothing.
+//! During the run the stub polls the namespace's `mountinfo`
 //! (POLLPRI on every change of the mount table; it is never read) and the
 //! watches; [`Guard::changed`] and [`Guard::renamed`] look again: an
 //! unlinked placeholder is gone, a file renamed over a self-bound one is a
@@ -35,14 +37,14 @@
 //! mounts protect anything, and a host's ordinary clean-ups (a container's
 //! mount point unmounted and removed) detach mounts in every namespace.
 
-use std::ffi::OsString;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::ffi::{CStr, CString, OsString};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStringExt;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, openat};
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::stat::Mode;
 
 use crate::bwrap_args::{self, Mount};
@@ -156,12 +158,37 @@ struct Watched {
 /// Whether the mount at `point` still holds: the path is a mount root.
 /// `None`: it cannot be told (the stub may not search the path's folders).
 fn holds(point: &[u8]) -> Option<bool> {
-    let path = std::ffi::CString::new(point).ok()?;
-    match sys::is_mount_root(&path) {
+    holds_at(&std::ffi::CString::new(point).ok()?)
+}
+
+/// [`holds`], on a path made already: raw calls only, no allocation.
+fn holds_at(path: &CStr) -> Option<bool> {
+    match sys::is_mount_root(path) {
         Ok(root) => root,
         Err(Errno::ENOENT | Errno::ENOTDIR) => Some(false),
         Err(_) => None,
     }
+}
+
+/// The destinations [`Guard::check`] found mounted, for init to look at
+/// again after its own mounts: `(path, index into the watched)`. Set once,
+/// by the stub, before its byte on the hand-over socket; read by init after
+/// it (the stub's memory is init's: [`sys::spawn_shared`]).
+static CHECKED: OnceLock<Box<[(CString, usize)]>> = OnceLock::new();
+
+/// Init, once its mounts are made and the stub has checked: takes the
+/// mount table's changes so far on `mountinfo` (the stub's open file, so
+/// its poll then wakes only for later ones), then looks at the checked
+/// destinations again; the index of the first that is no mount root any
+/// more. A loss before the mark, this sees; one after it, the stub's poll.
+/// Raw calls only, no allocation: init runs this.
+pub fn recheck_after_mounts(mountinfo: RawFd) -> Option<usize> {
+    let _ = sys::take_mount_changes(mountinfo);
+    CHECKED
+        .get()?
+        .iter()
+        .find(|(path, _)| holds_at(path) == Some(false))
+        .map(|&(_, i)| i)
 }
 
 /// What the guard watches, and how it knew.
@@ -302,19 +329,11 @@ impl Guard {
         Ok(())
     }
 
-    /// After [`Guard::start`] and the run's own mounts (init's `/proc`;
-    /// `mounted`: there were some): takes the mount table as it is now for
-    /// the poll's mark, then reports a required destination that is not
-    /// mounted. A change after the mark wakes the poll; one before it,
-    /// this check sees. So init's mounts wake no check during the run.
-    pub fn check(&mut self, mounted: bool) -> Result<(), Lost> {
-        let candidates = std::mem::take(&mut self.found.candidates);
-        if mounted && !candidates.is_empty() {
-            // A poll that sees a change moves the mark to the present.
-            let mut fd = [PollFd::new(self.mountinfo.as_fd(), PollFlags::POLLPRI)];
-            let _ = poll(&mut fd, PollTimeout::ZERO);
-        }
-        for (i, is_optional) in candidates {
+    /// After [`Guard::start`]: reports a required destination that is not
+    /// mounted, and leaves the mounted ones for init to look at again
+    /// after its own mounts ([`recheck_after_mounts`]).
+    pub fn check(&mut self) -> Result<(), Lost> {
+        for (i, is_optional) in std::mem::take(&mut self.found.candidates) {
             let w = &mut self.watched[i];
             match holds(&w.point) {
                 Some(true) => w.active = true,
@@ -323,8 +342,27 @@ impl Guard {
                 None => self.found.unchecked += 1,
             }
         }
+        let checked = self
+            .watched
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.active)
+            .filter_map(|(i, w)| Some((CString::new(w.point.clone()).ok()?, i)))
+            .collect();
+        CHECKED
+            .set(checked)
+            .map_err(|_| Lost::unwatchable("the guard checked twice".into()))?;
         self.found.took = self.found.began.map(|t| t.elapsed()).unwrap_or_default();
         Ok(())
+    }
+
+    /// What init found ([`recheck_after_mounts`]): the watched destination
+    /// `index` was gone before the command started.
+    pub fn lost_before_start(&self, index: usize) -> Lost {
+        match self.watched.get(index) {
+            Some(w) => Lost::at(&w.point, Some(w.made_by.clone()), true),
+            None => Lost::unwatchable(format!("init named destination {index}, not watched")),
+        }
     }
 
     /// The first of `these` watched destinations that is no mount root

@@ -3,8 +3,8 @@
 //! so raw system calls only, no allocation, no formatting, no panics. It
 //! arms PDEATHSIG, makes itself non-dumpable, `/` private, mounts `/proc`
 //! (where refused, binds the caller's read-only), sets the namespace
-//! limit, binds `/proc/sys` read-only, tells the mount guard its mounts
-//! are made, starts the
+//! limit, binds `/proc/sys` read-only, looks at the mount guard's
+//! destinations again, starts the
 //! worker (sys::spawn_vfork), relays the forwarded signals, reaps every
 //! child and exits with the worker's status.
 
@@ -27,9 +27,12 @@ pub(super) struct InitArgs {
     pub(super) original: SigSet,
     pub(super) chan: Channel,
     pub(super) listener_chan: Option<RawFd>,
-    /// The stub's ends of the channels and of the go-ahead pipe: init's
-    /// (or the worker's) copies are closed.
+    /// The stub's ends of the channels and of the check's hand-over
+    /// socket: init's (or the worker's) copies are closed.
     pub(super) stub_ends: [Option<RawFd>; 3],
+    /// The mount guard's: init's end of the hand-over socket, and the
+    /// stub's `mountinfo` (guard/).
+    pub(super) guard: Option<(RawFd, RawFd)>,
 }
 
 /// PID 1 of the new PID namespace. Never returns. Runs in the stub's
@@ -43,6 +46,7 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
         chan,
         listener_chan,
         stub_ends,
+        guard,
     } = args;
     chan.arm_parent_death(stub_ends);
     // Non-dumpable already: the flag belongs to the memory map, which is
@@ -90,12 +94,11 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     if let Err(e) = read_only_bind(c"/proc/sys", false) {
         chan.fail(Step::ProcSysReadOnly, e);
     }
-    // The mount guard's stub checks the destinations after these mounts,
-    // so that they wake no check during the run (guard/).
-    if let Some(go) = plan.go {
-        if let Err(e) = sys::raw_write(go, b"m") {
-            chan.fail(Step::MountGuard, e);
-        }
+    // The mount guard (guard/): once the stub has checked, these mounts
+    // are taken as seen and the destinations looked at again; the worker
+    // starts only if they all held.
+    if let Some((go, mountinfo)) = guard {
+        recheck(&chan, go, mountinfo);
     }
     // A raw mmap, in the shared memory; never unmapped (init exits, and
     // the stub soon after).
@@ -117,6 +120,34 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
             Ok(status) => sys::exit_now(status),
             Err(e) => chan.fail(Step::Wait, e),
         },
+    }
+}
+
+/// The mount guard's second look, after init's mounts: waits for the
+/// stub's byte (its check is done; none: the stub refused the run or
+/// ended), then answers `m` (all held) or `l` and the index of the first
+/// destination that did not, and exits unrun.
+fn recheck(chan: &Channel, go: RawFd, mountinfo: RawFd) {
+    let mut byte = [0u8; 1];
+    loop {
+        match sys::raw_read(go, &mut byte) {
+            Ok(1) => break,
+            Ok(_) => sys::exit_now(EXIT_SETUP),
+            Err(Errno::EINTR) => {}
+            Err(e) => chan.fail(Step::MountGuard, e),
+        }
+    }
+    match crate::guard::recheck_after_mounts(mountinfo) {
+        None => {
+            if let Err(e) = sys::raw_write(go, b"m") {
+                chan.fail(Step::MountGuard, e);
+            }
+        }
+        Some(index) => {
+            let i = (index as u32).to_le_bytes();
+            let _ = sys::raw_write(go, &[b'l', i[0], i[1], i[2], i[3]]);
+            sys::exit_now(EXIT_SETUP);
+        }
     }
 }
 

@@ -80,7 +80,7 @@ mod init;
 mod serve;
 
 use init::{InitArgs, inner_init};
-use serve::{Job, end_leftovers, init_mounted, read_reports, supervise};
+use serve::{Job, end_leftovers, init_answer, read_reports, supervise};
 
 /// Signals relayed from the stub to init and from init to the worker.
 pub const FORWARDED: [Signal; 6] = [
@@ -179,16 +179,17 @@ pub fn run(
         Err(why) => (None, format!("mount guard: off ({why})")),
     };
     // On the capability-free way the stub checks before the worker
-    // starts (it sleeps while the worker runs to its exec); on the
-    // namespace way it checks while init works, and the worker waits for
-    // its go-ahead.
+    // starts (it sleeps while the worker runs to its exec, and the run
+    // makes no mounts of its own); on the namespace way it checks while
+    // init mounts, and init looks again after its mounts.
     if let (Way::CapabilityFree { .. }, Some(g)) = (plan.way, guard.as_mut()) {
-        if let Err(lost) = g.start().and_then(|()| g.check(false)) {
+        if let Err(lost) = g.start().and_then(|()| g.check()) {
             return Ok(refused_before_start(lost, observer, observe_errors, &ours));
         }
     }
-    // The go-ahead's socket: init says on it that its mounts are made,
-    // the worker waits on it for the stub's byte.
+    // The check's hand-over: the stub's byte to init (it has checked),
+    // init's answer (the destinations held after its mounts, or the first
+    // that did not).
     let go = match (plan.way, &guard) {
         (Way::Namespaces { .. }, Some(_)) => Some(
             socketpair(
@@ -205,7 +206,6 @@ pub fn run(
     // the stub's group has it, and its stops are passed up (terminal.rs).
     let terminal = Terminal::open();
     let plan = Plan {
-        go: go.as_ref().map(|(_, inner)| inner.as_raw_fd()),
         tty: terminal.as_ref().and_then(Terminal::to_hand_over),
         job_control: terminal.is_some(),
         ..plan
@@ -224,6 +224,10 @@ pub fn run(
             listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
             go.as_ref().map(|(stub_end, _)| stub_end.as_raw_fd()),
         ],
+        guard: go
+            .as_ref()
+            .zip(guard.as_ref())
+            .map(|((_, inner), g)| (inner.as_raw_fd(), g.fd().as_raw_fd())),
     };
     let child = match plan.way {
         Way::Namespaces { limit_userns } => {
@@ -266,31 +270,20 @@ pub fn run(
         stub_end
     });
     let child = Pid::from_raw(child);
-    // The watches while init mounts; the check once it has (its mounts
-    // then wake no check during the run); then the go-ahead (one byte), or
-    // none: the worker then reads the end of the socket and exits unrun.
-    // Init gone before its byte: no worker to go ahead; the run's end
-    // says why.
+    // The watches and the check while init mounts; then the stub's byte
+    // (EPIPE: init ended first; the run's end says why).
+    let mut handed = None;
     if let (Some(go), Some(g)) = (go, guard.as_mut()) {
-        let verdict = match g.start() {
+        let verdict = match g.start().and_then(|()| g.check()) {
             Err(lost) => Ok(Some(lost)),
-            Ok(()) => match init_mounted(go.as_fd()) {
+            Ok(()) => match sys::raw_write(go.as_raw_fd(), b"c") {
+                Ok(_) | Err(Errno::EPIPE) => Ok(None),
                 Err(e) => Err(Error::setup(Step::MountGuard, e)),
-                Ok(false) => Ok(None),
-                Ok(true) => match g.check(true) {
-                    Err(lost) => Ok(Some(lost)),
-                    // EPIPE: init ended after its byte, before the
-                    // worker started; the run's end says why.
-                    Ok(()) => match sys::raw_write(go.as_raw_fd(), b"g") {
-                        Ok(_) | Err(Errno::EPIPE) => Ok(None),
-                        Err(e) => Err(Error::setup(Step::MountGuard, e)),
-                    },
-                },
             },
         };
-        // Unless it got its byte, the worker now reads the end.
-        drop(go);
-        if !matches!(verdict, Ok(None)) {
+        if matches!(verdict, Ok(None)) {
+            handed = Some(go);
+        } else {
             let _ = kill(child, Signal::SIGKILL);
             let _ = waitpid(child, None);
         }
@@ -309,6 +302,23 @@ pub fn run(
         let _ = kill(child, Signal::SIGKILL);
         let _ = waitpid(child, None);
         return Err(e);
+    }
+    // Init's answer, before the stub first polls the mount table (init's
+    // mounts are then seen). No answer: init ended; its report says why.
+    if let (Some(go), Some(g)) = (handed, guard.as_ref()) {
+        let answer = init_answer(go.as_fd());
+        if !matches!(answer, Ok(None)) {
+            let _ = kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, None);
+        }
+        match answer {
+            Ok(None) => {}
+            Ok(Some(index)) => {
+                let lost = g.lost_before_start(index);
+                return Ok(refused_before_start(lost, observer, observe_errors, &ours));
+            }
+            Err(e) => return Err(Error::setup(Step::MountGuard, e)),
+        }
     }
     let guard = guard.filter(Guard::watching);
     let observed = observer.as_deref_mut().zip(listener_chan);

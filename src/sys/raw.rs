@@ -179,25 +179,26 @@ pub fn raw_is_read_only(path: &CStr) -> Result<bool, Errno> {
 
 /// Whether `path` (followed through symbolic links, no automount) is the
 /// root of a mount: `statx` with `STATX_ATTR_MOUNT_ROOT`. `Ok(None)` when
-/// the kernel does not say (before Linux 5.8, or musl's emulation without
-/// statx).
+/// the kernel does not say (before Linux 5.8). A raw call (no `errno`):
+/// init makes it too, in the stub's memory.
 pub fn is_mount_root(path: &CStr) -> Result<Option<bool>, Errno> {
     // SAFETY: a zeroed statx is a valid buffer for the kernel to fill.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: `path` is NUL-terminated; `st` is a writable statx, alive for
     // the call.
-    let ret = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            libc::AT_NO_AUTOMOUNT,
-            libc::STATX_BASIC_STATS,
-            &mut st,
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_statx,
+            [
+                libc::AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                libc::AT_NO_AUTOMOUNT as usize,
+                libc::STATX_BASIC_STATS as usize,
+                (&raw mut st) as usize,
+                0,
+            ],
         )
-    };
-    if ret != 0 {
-        return Err(Errno::last());
-    }
+    })?;
     let bit = libc::STATX_ATTR_MOUNT_ROOT as u64;
     Ok((st.stx_attributes_mask & bit != 0).then_some(st.stx_attributes & bit != 0))
 }
@@ -212,13 +213,17 @@ pub fn raw_getpid() -> libc::pid_t {
     numeric(libc::SYS_getpid, [0; 6]).unwrap_or(0) as libc::pid_t
 }
 
-/// `ppoll` on `fd` with no events asked (only POLLHUP, POLLERR and
-/// POLLNVAL can be reported), for at most `timeout` (`None`: no limit);
-/// the flags reported. EINTR sleeps again.
-fn hang_ups(fd: RawFd, timeout: Option<&libc::timespec>) -> Result<libc::c_short, Errno> {
+/// `ppoll` on `fd` for `events` (POLLHUP, POLLERR and POLLNVAL are
+/// reported besides), for at most `timeout` (`None`: no limit); the flags
+/// reported. EINTR sleeps again.
+fn poll_one(
+    fd: RawFd,
+    events: libc::c_short,
+    timeout: Option<&libc::timespec>,
+) -> Result<libc::c_short, Errno> {
     let mut pfd = libc::pollfd {
         fd,
-        events: 0,
+        events,
         revents: 0,
     };
     let limit = timeout.map_or(0, |t| t as *const libc::timespec as usize);
@@ -239,6 +244,22 @@ fn hang_ups(fd: RawFd, timeout: Option<&libc::timespec>) -> Result<libc::c_short
             }
         }
     }
+}
+
+fn hang_ups(fd: RawFd, timeout: Option<&libc::timespec>) -> Result<libc::c_short, Errno> {
+    poll_one(fd, 0, timeout)
+}
+
+/// Takes the mount table's changes so far as seen on `fd` (a `mountinfo`
+/// file): a poll that reports one (POLLPRI) moves the open file's mark to
+/// the table as it is, for every descriptor of that file. Zero timeout;
+/// raw (init calls it).
+pub fn take_mount_changes(fd: RawFd) -> Result<(), Errno> {
+    let now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    poll_one(fd, libc::POLLPRI, Some(&now)).map(drop)
 }
 
 /// Sleeps until the other end of the socket `fd` is closed; the teardown
