@@ -996,6 +996,10 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             &["/bin/sh".to_string(), "-c".into(), script],
         );
     }
+    // The mount guard on aarch64 (its raw statx, init's ppoll of the
+    // stub's mountinfo): a placeholder removed while the command runs.
+    s.line(GUARD_CASE);
+    add_guard_case(&mut s, "aarch64");
     s.line("run kernel uname -rm");
     let Some(cases) = boot_guest(
         "aarch64",
@@ -1009,6 +1013,17 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
     };
     let kernel = get(&cases, "kernel").stdout.trim().to_string();
     assert!(kernel.ends_with("aarch64"), "{kernel}");
+    for who in GUESTS {
+        let guard = get(&cases, &format!("aarch64-{who:?}-guard"));
+        let ctx = format!("{kernel} aarch64-{who:?}-guard: {}", guard.all());
+        assert_eq!(guard.status, 125, "{ctx}");
+        assert!(!guard.stdout.contains("wrote"), "{ctx}");
+        assert!(!guard.stdout.contains("P on the host"), "{ctx}");
+        assert!(
+            guard.stderr.contains("is no longer mounted in the sandbox"),
+            "{ctx}"
+        );
+    }
     for place in places {
         for who in GUESTS {
             let tag = format!("{place}-{who:?}");
