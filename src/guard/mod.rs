@@ -150,6 +150,8 @@ struct Watched {
     point: Vec<u8>,
     /// The bubblewrap option that made it, e.g. `--ro-bind /dev/null`.
     made_by: String,
+    /// A `-try` form: not required to be mounted.
+    optional: bool,
     /// Mounted before the command, so watched (not a missing `-try` form,
     /// nor one the stub cannot search).
     active: bool,
@@ -158,7 +160,7 @@ struct Watched {
 /// Whether the mount at `point` still holds: the path is a mount root.
 /// `None`: it cannot be told (the stub may not search the path's folders).
 fn holds(point: &[u8]) -> Option<bool> {
-    holds_at(&std::ffi::CString::new(point).ok()?)
+    holds_at(&CString::new(point).ok()?)
 }
 
 /// [`holds`], on a path made already: raw calls only, no allocation.
@@ -302,7 +304,6 @@ impl Guard {
             if self.watched.iter().any(|w| &w.point == dest) {
                 continue;
             }
-            f.candidates.push((self.watched.len(), m.optional));
             self.watched.push(Watched {
                 point: dest.clone(),
                 made_by: if m.source.is_empty() {
@@ -310,6 +311,7 @@ impl Guard {
                 } else {
                     format!("{} {}", m.option, String::from_utf8_lossy(&m.source))
                 },
+                optional: m.optional,
                 active: false,
             });
         }
@@ -318,9 +320,9 @@ impl Guard {
         let watching_since = Instant::now();
         let mut renames = Renames::new(self.teardown.as_ref())
             .map_err(|e| Lost::unwatchable(format!("inotify_init1: {}", e.desc())))?;
-        for &(i, _) in &f.candidates {
+        for (i, w) in self.watched.iter().enumerate() {
             renames
-                .watch(&self.watched[i].point, i, self.proc_dir.as_fd())
+                .watch(&w.point, i, self.proc_dir.as_fd())
                 .map_err(|e| Lost::unwatchable(format!("inotify_add_watch: {}", e.desc())))?;
         }
         renames.ready();
@@ -333,24 +335,24 @@ impl Guard {
     /// mounted, and leaves the mounted ones for init to look at again
     /// after its own mounts ([`recheck_after_mounts`]).
     pub fn check(&mut self) -> Result<(), Lost> {
-        for (i, is_optional) in std::mem::take(&mut self.found.candidates) {
-            let w = &mut self.watched[i];
-            match holds(&w.point) {
-                Some(true) => w.active = true,
-                Some(false) if is_optional => {}
+        let mut checked = Vec::new();
+        for (i, w) in self.watched.iter_mut().enumerate() {
+            let Ok(path) = CString::new(w.point.clone()) else {
+                self.found.unchecked += 1;
+                continue;
+            };
+            match holds_at(&path) {
+                Some(true) => {
+                    w.active = true;
+                    checked.push((path, i));
+                }
+                Some(false) if w.optional => {}
                 Some(false) => return Err(Lost::at(&w.point, Some(w.made_by.clone()), true)),
                 None => self.found.unchecked += 1,
             }
         }
-        let checked = self
-            .watched
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| w.active)
-            .filter_map(|(i, w)| Some((CString::new(w.point.clone()).ok()?, i)))
-            .collect();
         CHECKED
-            .set(checked)
+            .set(checked.into_boxed_slice())
             .map_err(|_| Lost::unwatchable("the guard checked twice".into()))?;
         self.found.took = self.found.began.map(|t| t.elapsed()).unwrap_or_default();
         Ok(())

@@ -17,8 +17,6 @@ pub(super) struct Found {
     pub(super) adding: usize,
     pub(super) unchecked: usize,
     pub(super) covered: Vec<Vec<u8>>,
-    /// The destinations [`Guard::check`] looks at: `(index, optional)`.
-    pub(super) candidates: Vec<(usize, bool)>,
     pub(super) watching_took: Duration,
     pub(super) began: Option<Instant>,
     pub(super) took: Duration,

@@ -91,8 +91,8 @@ fn render_in_process(cfg: &Config, summaries: &[Summary]) -> String {
     for s in summaries {
         // Per mille, rounded: integer formatting keeps float formatting out
         // of the binary.
-        let tenths = (u64::from(s.einval) * 1000 + u64::from(s.iterations.max(1)) / 2)
-            / u64::from(s.iterations.max(1));
+        let runs = u64::from(s.iterations.max(1));
+        let tenths = (u64::from(s.einval) * 1000 + runs / 2) / runs;
         let _ = writeln!(
             out,
             "{:<8} {:>8} {:>8} {:>8} {:>5}.{}% {:>4}/{:<4} {:>7} {:>8} {:>8} {:>8}",
