@@ -94,8 +94,15 @@ impl Pid1 {
             bubblewrap: false,
             words: None,
         };
-        let mut buf = [0u8; 16 * 1024];
-        if let Ok(n) = sys::readlink_at(libc::AT_FDCWD, c"/proc/1/exe", &mut buf) {
+        // One page: this frame sits in `entry`'s, and a larger one made every
+        // run fault in four more stack pages (stack probes touch each). A
+        // link that fills it (truncated) is not trusted; the command line
+        // read here serves only where the link is closed, and one longer
+        // than this is read whole later (`cmdline`).
+        let mut buf = [0u8; 4096];
+        if let Ok(n) = sys::readlink_at(libc::AT_FDCWD, c"/proc/1/exe", &mut buf)
+            && n < buf.len()
+        {
             return Pid1 {
                 bubblewrap: named_bwrap(&buf[..n]),
                 words: None,
