@@ -23,6 +23,7 @@ use std::os::fd::RawFd;
 
 use nix::errno::Errno;
 
+mod arena;
 mod exec;
 mod files;
 mod raw;
@@ -31,6 +32,11 @@ mod signals;
 mod spawn;
 
 pub use exec::*;
+
+/// Every allocation of every mode (arena.rs says why).
+#[global_allocator]
+static ALLOCATOR: arena::Arena<{ arena::SIZE }> = arena::Arena::new();
+
 pub use files::*;
 pub use raw::*;
 pub use seccomp::*;
