@@ -37,7 +37,6 @@ mod setup;
 mod shim;
 mod supervise;
 mod sys;
-mod teardown;
 mod terminal;
 mod threads;
 mod userns;
@@ -171,33 +170,9 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     // where /proc/PID/environ of the stub and init shows them.
     sys::scrub_env(&cli::SCRUBBED);
 
-    // Under bubblewrap, the teardown process, before the namespaces: it
-    // must stay in bubblewrap's PID namespace (teardown.rs). A speed-up
-    // only: without it the stub releases everything itself. Not where the
-    // capability-free way is asked for: it makes no namespaces, and the
-    // process would only be one more for the stub (a subreaper) to end.
     let pid1 = guard::Pid1::look();
-    let wanted = pid1.is_bubblewrap() && cfg.way_in != cause::WayIn::CapabilityFree;
-    let teardown = match wanted.then(teardown::Teardown::start) {
-        Some(Ok(t)) => Some(t),
-        Some(Err(e)) => {
-            debug(cfg.debug, || {
-                format!("teardown process: not started ({})", e.desc())
-            });
-            None
-        }
-        None => None,
-    };
-
     let entry = userns::enter(&Backoff::default(), cfg.way_in)?;
     debug(cfg.debug, || describe_entry(&entry));
-    // The run's mount namespace, while `/proc` is still the caller's. On
-    // the capability-free way there is none, nor an exit to spare: the
-    // process, its end closed, exits at once.
-    let teardown = teardown.filter(|t| match entry.path {
-        Path::CapabilityFree { .. } => false,
-        _ => t.keep_mount_namespace().is_ok(),
-    });
 
     caps::clear(None, caps::CapSet::Ambient)
         .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
@@ -252,6 +227,14 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             }
         )
     });
+    // Under bubblewrap, init holds what the run's end releases until the
+    // stub has exited (plan.rs): bubblewrap's caller goes on as soon as the
+    // stub is reaped, and a guarded run's end would otherwise wait there
+    // for the kernel (the inotify instance's grace period, the unmount of
+    // the run's copy of bubblewrap's mounts). On the host the stub's own
+    // exit releases them: measured cheaper there for commands run back to
+    // back (docs/performance.md).
+    let init_outlives_stub = pid1.is_bubblewrap() && matches!(way, Way::Namespaces { .. });
     let outcome = supervise::run(
         plan::Plan {
             exec,
@@ -259,9 +242,10 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             way,
             tty: None,
             job_control: false,
+            init_outlives_stub,
         },
         observer.as_mut(),
-        (pid1, teardown),
+        pid1,
         cfg.debug,
     )?;
     for text in &outcome.observe_errors {
@@ -363,7 +347,7 @@ fn print_report(cfg: &RunConfig, r: &Report) {
             step.describe(),
             error::strerror(&source)
         ),
-        (Kind::Stopped, _) => {}
+        (Kind::Stopped | Kind::Exited, _) => {}
         (Kind::Debug, step) => debug(cfg.debug, || {
             format!(
                 "{}: {} (tolerated)",

@@ -28,6 +28,14 @@ pub struct Plan {
     /// The stub has a controlling terminal: the command's stops are passed
     /// up (init reports them; the capability-free stub sees them itself).
     pub job_control: bool,
+    /// init outlives the stub (under bubblewrap, namespace way): once the
+    /// command's tree is gone it reports the command's status
+    /// ([`Kind::Exited`]) instead of exiting with it, and holds what the
+    /// run's end releases (the mount namespace, the shared memory, the
+    /// mount guard's inotify instance) until the stub's exit kills it
+    /// (PDEATHSIG). The stub, and bubblewrap's caller, then wait for none
+    /// of that (supervise/mod.rs).
+    pub init_outlives_stub: bool,
 }
 
 /// The way in, as the process tree sees it.
@@ -57,6 +65,9 @@ pub enum Kind {
     /// Not a failure: the command stopped, with the signal in `errno`
     /// (init to the stub, with job control only).
     Stopped = 4,
+    /// Not a failure: the command's tree is gone, its status in `errno`
+    /// (init to the stub, where init outlives the stub).
+    Exited = 5,
 }
 
 /// One report from an inner process.
@@ -93,6 +104,7 @@ impl Report {
             2 => Kind::Warning,
             3 => Kind::Debug,
             4 => Kind::Stopped,
+            5 => Kind::Exited,
             _ => return None,
         };
         Some(Report {
@@ -122,6 +134,18 @@ impl Channel {
             kind,
             step,
             errno: errno as i32,
+        }
+        .encode();
+        let _ = sys::raw_write(self.0, &bytes);
+    }
+
+    /// Reports the command's status (code, or 128+signal), once its whole
+    /// tree is gone.
+    pub fn exited(self, status: i32) {
+        let bytes = Report {
+            kind: Kind::Exited,
+            step: Step::Wait,
+            errno: status,
         }
         .encode();
         let _ = sys::raw_write(self.0, &bytes);
@@ -165,6 +189,12 @@ mod tests {
             errno: libc::EACCES,
         };
         assert_eq!(Report::decode(&r.encode()), Some(r));
+        let status = Report {
+            kind: Kind::Exited,
+            step: Step::Wait,
+            errno: 137,
+        };
+        assert_eq!(Report::decode(&status.encode()), Some(status));
         assert_eq!(Report::decode(&[9, 1, 0, 0, 0, 0, 0, 0]), None);
         assert_eq!(Report::decode(&[1, 1, 0]), None);
     }

@@ -406,15 +406,17 @@ fn gone(pid: &str) -> bool {
     true
 }
 
-/// Under bubblewrap the stub's first child is the teardown process
-/// (teardown.rs): in bubblewrap's PID namespace (not the run's), holding
-/// one descriptor, its socket; it ends with the stub, whether the run ends
-/// or the stub is killed, and a run whose teardown process was killed
-/// still ends as it should. On the host there is none.
+/// Under bubblewrap init outlives the stub (src/plan.rs,
+/// `init_outlives_stub`): it is the stub's only helper child, one PID
+/// namespace deeper, and holds the mount guard's inotify instance (the
+/// run's mount namespace and memory besides), so that the stub's exit
+/// releases none of them; it is gone right after the run, whether the
+/// command ends or the stub is killed. On the host init exits first, and
+/// is the stub's only child too.
 #[test]
-fn the_teardown_process_holds_one_socket_and_ends_with_the_stub() {
+fn under_bubblewrap_init_holds_the_run_until_the_stub_is_gone() {
     for user in common::users() {
-        for end in ["command ends", "stub killed", "teardown killed"] {
+        for end in ["command ends", "stub killed"] {
             let what = format!("{user:?}, {end}");
             let m = marker();
             let (mut child, _lines) = start(
@@ -425,68 +427,51 @@ fn the_teardown_process_holds_one_socket_and_ends_with_the_stub() {
             );
             let stub = stub_pid(Place::Bwrap, &child);
             let children = helper_children(stub);
-            let (teardown, init): (Vec<&String>, Vec<&String>) = children
-                .iter()
-                .partition(|p| pid_depth(p) == pid_depth(&stub.to_string()));
             assert_eq!(
-                (teardown.len(), init.len()),
-                (1, 1),
-                "{what}: the stub's helper children {children:?}: one teardown process \
-                 in its PID namespace, one init below"
+                children.len(),
+                1,
+                "{what}: the stub's helper children {children:?}: init alone"
             );
-            let teardown = teardown[0].clone();
-            let fds: Vec<String> = std::fs::read_dir(format!("/proc/{teardown}/fd"))
+            let init = children[0].clone();
+            assert_eq!(
+                pid_depth(&init),
+                pid_depth(&stub.to_string()) + 1,
+                "{what}: init is the run's PID 1"
+            );
+            let fds: Vec<String> = std::fs::read_dir(format!("/proc/{init}/fd"))
                 .unwrap()
                 .flatten()
-                .map(|e| {
-                    std::fs::read_link(e.path())
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned()
-                })
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .map(|l| l.to_string_lossy().into_owned())
                 .collect();
             assert!(
-                fds.len() == 1 && fds[0].starts_with("socket:"),
-                "{what}: the teardown process holds {fds:?}"
+                fds.iter().any(|f| f == "anon_inode:inotify"),
+                "{what}: init holds {fds:?}, no inotify instance"
             );
-            let status = match end {
-                "stub killed" => {
-                    kill(stub, Signal::SIGKILL).unwrap();
-                    let status = wait_bounded(&mut child, &what);
-                    assert_eq!(status.code(), Some(137), "{what}");
-                    status
-                }
-                _ => {
-                    if end == "teardown killed" {
-                        let pid: i32 = teardown.parse().unwrap();
-                        kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
-                        assert!(gone(&teardown), "{what}: the teardown process stayed");
-                    }
-                    // The command's sleep only (bwrap's and the helper's
-                    // command lines hold the marker too); the shell may
-                    // not have started it yet when it says `ready`.
-                    let deadline = Instant::now() + Duration::from_secs(5);
-                    let mut ended = 0;
-                    while ended == 0 && Instant::now() < deadline {
-                        for p in processes_with(&format!("sleep {m}")) {
-                            if cmdline(p.split(':').next().unwrap()).starts_with("sleep ") {
-                                let pid = p.split(':').next().unwrap().parse().unwrap();
-                                ended +=
-                                    usize::from(kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok());
-                            }
+            let status = if end == "stub killed" {
+                kill(stub, Signal::SIGKILL).unwrap();
+                wait_bounded(&mut child, &what)
+            } else {
+                // The command's sleep only (bwrap's and the helper's
+                // command lines hold the marker too); the shell may not
+                // have started it yet when it says `ready`.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                let mut ended = 0;
+                while ended == 0 && Instant::now() < deadline {
+                    for p in processes_with(&format!("sleep {m}")) {
+                        if cmdline(p.split(':').next().unwrap()).starts_with("sleep ") {
+                            let pid = p.split(':').next().unwrap().parse().unwrap();
+                            ended += usize::from(kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok());
                         }
-                        std::thread::sleep(Duration::from_millis(5));
                     }
-                    assert_eq!(ended, 1, "{what}: the command's sleep, signalled");
-                    let status = wait_bounded(&mut child, &what);
-                    assert_eq!(status.code(), Some(0), "{what}: the run's status");
-                    status
+                    std::thread::sleep(Duration::from_millis(5));
                 }
+                assert_eq!(ended, 1, "{what}: the command's sleep, signalled");
+                wait_bounded(&mut child, &what)
             };
-            assert!(
-                gone(&teardown),
-                "{what}: the teardown process outlived the run ({status:?})"
-            );
+            let want = if end == "stub killed" { 137 } else { 0 };
+            assert_eq!(status.code(), Some(want), "{what}: the run's status");
+            assert!(gone(&init), "{what}: init outlived the run ({status:?})");
             let left = survivors(&m);
             assert!(
                 left.is_empty(),
@@ -494,13 +479,81 @@ fn the_teardown_process_holds_one_socket_and_ends_with_the_stub() {
                 left.join("\n")
             );
         }
-        let (mut child, _lines) = start(Way::Auto, Place::Host, user, "echo ready; exit 0");
+        let (mut child, _lines) = start(
+            Way::Auto,
+            Place::Host,
+            user,
+            "echo ready; sleep 0.2; exit 0",
+        );
         let children = helper_children(Pid::from_raw(child.id() as i32));
         let status = wait_bounded(&mut child, "host");
         assert!(status.success(), "host {user:?}: {status:?}");
-        assert!(
-            children.len() <= 1,
+        assert_eq!(
+            children.len(),
+            1,
             "host {user:?}: the stub's helper children {children:?}: init only"
         );
+        assert!(
+            !std::path::Path::new(&format!("/proc/{}", children[0])).exists(),
+            "host {user:?}: init outlived the stub"
+        );
+    }
+}
+
+/// When the helper has exited, nothing the command started runs any more:
+/// not a background loop that appends to a file as fast as it can. Where
+/// init outlives the stub (under bubblewrap) it ends and reaps them before
+/// it reports the status; elsewhere the namespace's end does, before
+/// init's exit, which the stub waits for. Ten runs a place and user.
+#[test]
+fn nothing_the_command_started_runs_after_the_helper_exits() {
+    for (place, user) in common::matrix() {
+        let dir = common::fresh_folder("after-exit");
+        // Whoever the command runs as, in whichever user namespace.
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+        let ticks = dir.join("ticks");
+        let script = format!(
+            "(while :; do echo t >> {t}; done) & while [ ! -s {t} ]; do :; done; exit 3",
+            t = ticks.display()
+        );
+        for round in 0..10 {
+            let what = format!("{place:?} {user:?} round {round}");
+            let _ = std::fs::remove_file(&ticks);
+            let mut cmd = match place {
+                Place::Host => common::command(
+                    place,
+                    user,
+                    &[],
+                    &fixture().helper,
+                    &["/bin/sh", "-c", &script],
+                ),
+                Place::Bwrap => {
+                    let mut c = std::process::Command::new(common::which("bwrap").unwrap());
+                    c.args(common::BWRAP_OPTIONS);
+                    if user == User::Root {
+                        c.args(["--cap-add", "CAP_SETFCAP"]);
+                    }
+                    c.arg("--bind").arg(&dir).arg(&dir).arg("--");
+                    c.arg(&fixture().helper).args(["/bin/sh", "-c", &script]);
+                    if user == User::Unprivileged && common::is_root() {
+                        use std::os::unix::process::CommandExt;
+                        c.uid(common::NOBODY).gid(common::NOBODY);
+                    }
+                    c.stdin(Stdio::null());
+                    c
+                }
+            };
+            let status = cmd.stdout(Stdio::null()).status().expect("helper");
+            let at_exit = std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
+            assert_eq!(status.code(), Some(3), "{what}");
+            assert!(at_exit > 0, "{what}: the loop never wrote");
+            std::thread::sleep(Duration::from_millis(100));
+            let later = std::fs::metadata(&ticks).unwrap().len();
+            assert_eq!(
+                later, at_exit,
+                "{what}: the command's loop wrote after the helper's exit"
+            );
+        }
     }
 }

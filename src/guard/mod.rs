@@ -38,93 +38,28 @@
 //! mount point unmounted and removed) detach mounts in every namespace.
 
 use std::ffi::{CStr, CString, OsString};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStringExt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, openat};
+use nix::sys::inotify::Inotify;
 use nix::sys::stat::Mode;
 
 use crate::bwrap_args::{self, Mount};
 use crate::sys;
-use crate::teardown::Teardown;
 
 mod lost;
+mod pid1;
 mod renames;
 mod summary;
 
 pub use lost::Lost;
+pub use pid1::Pid1;
+use pid1::cmdline;
 use renames::{Affected, Renames};
 use summary::Found;
-
-/// PID 1's command line, word by word.
-fn words(mut text: &[u8]) -> Vec<OsString> {
-    if text.last() == Some(&0) {
-        text = &text[..text.len() - 1];
-    }
-    text.split(|&b| b == 0)
-        .map(|w| OsString::from_vec(w.to_vec()))
-        .collect()
-}
-
-fn cmdline(proc_dir: BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> {
-    Ok(words(&sys::read_file_at(
-        proc_dir.as_raw_fd(),
-        c"1/cmdline",
-    )?))
-}
-
-/// Whether PID 1 of this PID namespace is bubblewrap: its executable (or,
-/// where that link is closed to this process, its `argv[0]`) is named
-/// `bwrap`; with its command line when one read held all of it. Asked
-/// once, before the namespaces (the teardown process depends on it too).
-pub struct Pid1 {
-    bubblewrap: bool,
-    words: Option<Vec<OsString>>,
-}
-
-impl Pid1 {
-    /// No allocation and no `/proc` descriptor on the way to "no" (every
-    /// run on the host asks).
-    pub fn look() -> Pid1 {
-        let named_bwrap = |p: &[u8]| p.rsplit(|&b| b == b'/').next() == Some(b"bwrap");
-        let no = Pid1 {
-            bubblewrap: false,
-            words: None,
-        };
-        // One page: this frame sits in `entry`'s, and a larger one made every
-        // run fault in four more stack pages (stack probes touch each). A
-        // link that fills it (truncated) is not trusted; the command line
-        // read here serves only where the link is closed, and one longer
-        // than this is read whole later (`cmdline`).
-        let mut buf = [0u8; 4096];
-        if let Ok(n) = sys::readlink_at(libc::AT_FDCWD, c"/proc/1/exe", &mut buf)
-            && n < buf.len()
-        {
-            return Pid1 {
-                bubblewrap: named_bwrap(&buf[..n]),
-                words: None,
-            };
-        }
-        let Ok(n) = sys::read_head(c"/proc/1/cmdline", &mut buf) else {
-            return no;
-        };
-        let argv0 = buf[..n].split(|&b| b == 0).next().unwrap_or_default();
-        if !named_bwrap(argv0) {
-            return no;
-        }
-        Pid1 {
-            bubblewrap: true,
-            words: (n < buf.len()).then(|| words(&buf[..n])),
-        }
-    }
-
-    pub fn is_bubblewrap(&self) -> bool {
-        self.bubblewrap
-    }
-}
 
 /// A destination as the kernel names the mount point: absolute, no empty
 /// or `.` components, no trailing slash.
@@ -210,17 +145,19 @@ pub struct Guard {
     watched: Vec<Watched>,
     /// The folders on the way to the destinations, watched for renames.
     renames: Option<Renames>,
-    /// Holds the inotify instance past the stub's exit, if it started.
-    teardown: Option<Teardown>,
+    /// The inotify instance for them, made before init starts where init
+    /// holds it past the stub's exit (its copy of the stub's descriptors).
+    for_init: Option<Inotify>,
     found: Found,
 }
 
 impl Guard {
     /// Where PID 1 is bubblewrap, opens `/proc` and this process's
-    /// `mountinfo` (its mount namespace is the command's); elsewhere says
+    /// `mountinfo` (its mount namespace is the command's), and with
+    /// `init_holds` the rename watches' inotify instance; elsewhere says
     /// why there is nothing to guard. Before init starts: init mounts a
-    /// new `/proc` over the shared one.
-    pub fn open(pid1: Pid1, teardown: Option<Teardown>) -> Result<Guard, String> {
+    /// new `/proc` over the shared one, and takes a copy of the instance.
+    pub fn open(pid1: Pid1, init_holds: bool) -> Result<Guard, String> {
         let Pid1 { bubblewrap, words } = pid1;
         if !bubblewrap {
             return Err(
@@ -239,13 +176,15 @@ impl Guard {
             Mode::empty(),
         )
         .map_err(|e| format!("/proc/thread-self/mountinfo: {}", e.desc()))?;
+        // Refused here, the start refuses the run with the same words.
+        let for_init = init_holds.then(renames::instance).and_then(Result::ok);
         Ok(Guard {
             proc_dir,
             words,
             mountinfo: fd,
             watched: Vec::new(),
             renames: None,
-            teardown,
+            for_init,
             found: Found::default(),
         })
     }
@@ -325,7 +264,7 @@ impl Guard {
         // The watches before the check: a rename between the check and the
         // watch would go unseen.
         let watching_since = Instant::now();
-        let mut renames = Renames::new(self.teardown.as_ref())
+        let mut renames = Renames::new(self.for_init.take())
             .map_err(|e| Lost::unwatchable(format!("inotify_init1: {}", e.desc())))?;
         for (i, w) in self.watched.iter().enumerate() {
             renames

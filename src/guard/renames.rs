@@ -27,8 +27,6 @@ use nix::fcntl::{OFlag, open, readlinkat};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use nix::sys::stat::Mode;
 
-use crate::teardown::Teardown;
-
 /// What a watched folder reports: a name moved away or in, or removed;
 /// the folder itself removed or moved.
 fn events() -> AddWatchFlags {
@@ -63,16 +61,16 @@ pub(super) struct Renames {
     resolved: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     /// Folders that could not be watched, for `SRT_DEBUG`.
     pub(super) unwatched: usize,
-    /// The teardown process holds the instance too, and releases it after
-    /// the stub's exit (teardown.rs): nothing to wait for here.
-    handed_over: bool,
+    /// init holds the instance too, and releases it after the stub's exit
+    /// (plan.rs, `init_outlives_stub`): nothing to wait for here.
+    held_by_init: bool,
 }
 
 /// Closing an inotify instance that still has watches waits for the
 /// kernel's fsnotify grace period (`synchronize_srcu`): 10-15 ms here, on
 /// every guarded run's exit, which bubblewrap's exit then waits for. Where
-/// the teardown process holds the instance too, the stub's close is not
-/// the last and costs nothing. Otherwise: with the watches removed first
+/// init holds the instance too, the stub's close is not the last and costs
+/// nothing. Otherwise (the capability-free way): with the watches removed first
 /// and the stub off the CPU for a moment (a sleep of a nanosecond: one
 /// timer-slack wait, 60-180 us), the close takes 50-150 us: measured slow
 /// in 95 of 100 closes without, 1 of 100 with (a busy wait of 1 ms does
@@ -80,7 +78,7 @@ pub(super) struct Renames {
 /// until init's exit: 20 ms a run again; the sleep does).
 impl Drop for Renames {
     fn drop(&mut self) {
-        if self.handed_over {
+        if self.held_by_init {
             return;
         }
         let mut removed = false;
@@ -93,6 +91,12 @@ impl Drop for Renames {
             std::thread::sleep(std::time::Duration::from_nanos(1));
         }
     }
+}
+
+/// An inotify instance for the watches: close-on-exec (init's copy never
+/// reaches the command), non-blocking (the stub drains it after a poll).
+pub(super) fn instance() -> Result<Inotify, Errno> {
+    Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK)
 }
 
 /// `(folder, name)` for each component of the absolute, normalised
@@ -117,23 +121,27 @@ fn steps(path: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 }
 
 impl Renames {
-    /// A new instance, handed to the teardown process where there is one.
-    pub(super) fn new(teardown: Option<&Teardown>) -> Result<Renames, Errno> {
-        let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK)?;
-        let handed_over = teardown.is_some_and(|t| t.keep(inotify.as_fd()).is_ok());
+    /// The watches, on `held_by_init` (an instance made before init
+    /// started, which holds a copy) or on a new instance.
+    pub(super) fn new(held_by_init: Option<Inotify>) -> Result<Renames, Errno> {
+        let by_init = held_by_init.is_some();
+        let inotify = match held_by_init {
+            Some(inotify) => inotify,
+            None => instance()?,
+        };
         Ok(Renames {
             inotify,
             names: Vec::new(),
             asked: Vec::new(),
             resolved: Vec::new(),
             unwatched: 0,
-            handed_over,
+            held_by_init: by_init,
         })
     }
 
-    /// Whether the teardown process holds the instance.
-    pub(super) fn handed_over(&self) -> bool {
-        self.handed_over
+    /// Whether init holds the instance.
+    pub(super) fn held_by_init(&self) -> bool {
+        self.held_by_init
     }
 
     pub(super) fn fd(&self) -> BorrowedFd<'_> {

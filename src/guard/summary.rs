@@ -64,9 +64,8 @@ impl Guard {
                 ", so protecting nothing in this sandbox: "
             },
             covered.join(", "),
-            if renames.handed_over() {
-                "; the teardown process releases the watches and the mount namespace after \
-                 the stub's exit"
+            if renames.held_by_init() {
+                "; init releases the watches and the mount namespace after the stub's exit"
             } else {
                 ""
             },

@@ -6,7 +6,10 @@
 //! limit, binds `/proc/sys` read-only, looks at the mount guard's
 //! destinations again, starts the
 //! worker (sys::spawn_vfork), relays the forwarded signals, reaps every
-//! child and exits with the worker's status.
+//! child and exits with the worker's status; or, where it outlives the
+//! stub (`Plan::init_outlives_stub`), ends and reaps every other process
+//! of the namespace, reports the status and waits for the stub's exit to
+//! kill it.
 
 use std::os::fd::RawFd;
 
@@ -117,6 +120,15 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
         Ok(pid) => match supervise(Pid::from_raw(pid), &set, plan.job_control, &mut |sig| {
             chan.report(Kind::Stopped, Step::Wait, Errno::from_raw(sig))
         }) {
+            // What the command left is ended and reaped first, as the end
+            // of the namespace would: once the stub has the status, none of
+            // the command's processes runs. Then init waits for the stub's
+            // exit (PDEATHSIG), and its own end releases the run.
+            Ok(status) if plan.init_outlives_stub => {
+                sys::end_all_others();
+                chan.exited(status);
+                sys::wait_to_be_killed()
+            }
             Ok(status) => sys::exit_now(status),
             Err(e) => chan.fail(Step::Wait, e),
         },

@@ -5,16 +5,21 @@
 //!  └─ apply-seccomp: outer stub        caller's PID namespace; non-dumpable
 //!     │  before init starts; then no_new_privs, the unix and namespaces
 //!     │  filters on itself (while init works on the other CPU); forwards
-//!     │  TERM INT HUP QUIT USR1 USR2, reaps its child, prints the
-//!     │  reports the inner processes send over the control channel, exits
-//!     │  with the child's status (code, or 128+signal)
+//!     │  TERM INT HUP QUIT USR1 USR2, reaps its child (or, under
+//!     │  bubblewrap, takes init's status report), prints the reports the
+//!     │  inner processes send over the control channel, exits with the
+//!     │  command's status (code, or 128+signal)
 //!     └─ inner init, PID 1             new PID + mount namespaces, no filter
 //!        │  (as upstream), in the stub's memory (sys::spawn_shared);
 //!        │  PDEATHSIG=KILL (checked against a parent already gone),
 //!        │  non-dumpable (the shared memory map's flag), / private, fresh
 //!        │  /proc, max_user_namespaces=0, starts the worker the way
 //!        │  posix_spawn does (sys::spawn_vfork), forwards the same
-//!        │  signals, reaps every child, exits with the worker's status
+//!        │  signals, reaps every child, exits with the worker's status;
+//!        │  under bubblewrap (`Plan::init_outlives_stub`) ends and reaps
+//!        │  the rest of its namespace, reports the status and waits for
+//!        │  the stub's exit to kill it, holding the run's mount namespace,
+//!        │  the memory and the guard's inotify instance till then
 //!        └─ worker, PID 2              worker.rs: no_new_privs, the unix
 //!                                      and namespaces filters,
 //!                                      execvp(command)
@@ -72,7 +77,6 @@ use crate::guard::{Guard, Lost, Pid1};
 use crate::observe::Observer;
 use crate::plan::{Channel, Kind, Plan, Report, Way};
 use crate::sys;
-use crate::teardown::Teardown;
 use crate::terminal::Terminal;
 use crate::worker;
 
@@ -128,7 +132,7 @@ fn signal_set() -> SigSet {
 pub fn run(
     plan: Plan,
     mut observer: Option<&mut Observer>,
-    (pid1, teardown): (Pid1, Option<Teardown>),
+    pid1: Pid1,
     debug: bool,
 ) -> Result<Outcome, Error> {
     let set = signal_set();
@@ -174,7 +178,7 @@ pub fn run(
 
     // The mount guard's handles, before init mounts its /proc. Without
     // them the run goes on unguarded, as every other helper's does.
-    let (mut guard, mut guard_note) = match Guard::open(pid1, teardown) {
+    let (mut guard, mut guard_note) = match Guard::open(pid1, plan.init_outlives_stub) {
         Ok(g) => (Some(g), String::new()),
         Err(why) => (None, format!("mount guard: off ({why})")),
     };
@@ -322,12 +326,11 @@ pub fn run(
     }
     let guard = guard.filter(Guard::watching);
     let observed = observer.as_deref_mut().zip(listener_chan);
-    let job = terminal.as_ref().map(|terminal| Job {
-        terminal,
-        control: &ours,
-    });
+    let job = terminal.as_ref().map(|terminal| Job { terminal });
     let mut early = Vec::new();
-    let (status, mut lost) = if observed.is_none() && guard.is_none() && job.is_none() {
+    let outlives = plan.init_outlives_stub;
+    let (status, mut lost) = if observed.is_none() && guard.is_none() && job.is_none() && !outlives
+    {
         supervise(child, &set, false, &mut |_| {}).map(|status| (status, None))
     } else {
         serve::serve(
@@ -335,7 +338,7 @@ pub fn run(
             &set,
             plan.way,
             (observed, guard.as_ref()),
-            job.as_ref(),
+            (&ours, job.as_ref(), outlives),
             &mut observe_errors,
             &mut early,
         )
@@ -381,41 +384,6 @@ fn refused_before_start(
         guard_note: "mount guard: a required mount was gone before the command".into(),
         lost: Some(lost),
     }
-}
-
-/// Stops the command's whole tree at once, without reaping it: on the
-/// namespace way SIGKILL to init ends its PID namespace; on the
-/// capability-free way the worker and every descendant `/proc` lists get
-/// SIGKILL (what escapes the walk, the end of the run kills).
-fn stop_tree(child: Pid, way: Way) {
-    if let Way::CapabilityFree { .. } = way {
-        for pid in tree(child.as_raw()) {
-            let _ = sys::raw_kill(pid, libc::SIGKILL);
-        }
-    }
-    let _ = sys::raw_kill(child.as_raw(), libc::SIGKILL);
-}
-
-/// `root` and every descendant `/proc` lists (the children of each of
-/// their threads), for the capability-free way, whose `/proc` is the
-/// caller's. A process forked after its parent was listed is missed.
-pub(super) fn tree(root: libc::pid_t) -> Vec<libc::pid_t> {
-    let mut todo = vec![root];
-    let mut found = Vec::new();
-    while let Some(pid) = todo.pop() {
-        found.push(pid);
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
-        for task in tasks.into_iter().flatten().flatten() {
-            let children = std::fs::read_to_string(task.path().join("children"));
-            todo.extend(
-                children
-                    .iter()
-                    .flat_map(|t| t.split_whitespace())
-                    .filter_map(|p| p.parse::<libc::pid_t>().ok()),
-            );
-        }
-    }
-    found
 }
 
 fn filter_stub(plan: &Plan) -> Result<(), Error> {

@@ -71,11 +71,50 @@ pub(super) fn on_signal(
     Ok(None)
 }
 
-/// The stub's part in job control: its terminal, and the control channel
-/// on which init reports the command's stops.
+/// The stub's part in job control: its terminal (init reports the
+/// command's stops on the control channel).
 pub(super) struct Job<'a> {
     pub(super) terminal: &'a Terminal,
-    pub(super) control: &'a OwnedFd,
+}
+
+/// What reading init's reports came to.
+enum Read {
+    /// Nothing more for now.
+    Open,
+    /// Every inner end is closed: nothing more will come.
+    Closed,
+    /// The command's tree is gone, with this status (init outlives the
+    /// stub).
+    Exited(i32),
+}
+
+/// Reads what init sent on the control channel: stops are acted on (with
+/// a `job`), the status ends the wait, other reports are kept for the end.
+fn read_control(
+    control: &OwnedFd,
+    job: Option<&Job>,
+    child: Pid,
+    way: Way,
+    early: &mut Vec<Report>,
+) -> Read {
+    let mut buf = [0u8; 64];
+    loop {
+        match nix::unistd::read(control.as_fd(), &mut buf) {
+            Ok(0) => return Read::Closed,
+            Ok(n) => match Report::decode(&buf[..n]) {
+                Some(r) if r.kind == Kind::Exited => return Read::Exited(r.errno),
+                Some(r) if r.kind == Kind::Stopped => {
+                    if let Some(j) = job {
+                        j.command_stopped(r.errno, child, way);
+                    }
+                }
+                Some(r) => early.push(r),
+                None => {}
+            },
+            Err(Errno::EINTR) => {}
+            Err(_) => return Read::Open,
+        }
+    }
 }
 
 impl Job<'_> {
@@ -99,24 +138,6 @@ impl Job<'_> {
         };
         self.terminal.command_stopped(sig, group, ours);
     }
-
-    /// Reads what init sent: stops are acted on, other reports kept for
-    /// the end. False once the channel is done (every inner end closed).
-    fn read(&self, child: Pid, way: Way, early: &mut Vec<Report>) -> bool {
-        let mut buf = [0u8; 64];
-        loop {
-            match nix::unistd::read(self.control.as_fd(), &mut buf) {
-                Ok(0) => return false,
-                Ok(n) => match Report::decode(&buf[..n]) {
-                    Some(r) if r.kind == Kind::Stopped => self.command_stopped(r.errno, child, way),
-                    Some(r) => early.push(r),
-                    None => {}
-                },
-                Err(Errno::EINTR) => {}
-                Err(_) => return true,
-            }
-        }
-    }
 }
 
 /// [`supervise`] for a run with more to watch: the observe filter's
@@ -128,21 +149,25 @@ impl Job<'_> {
 /// end only the observation. Returns the child's status and the lost
 /// mount, if one stopped the command. With a `job`, the command's stops
 /// (init's reports; on the capability-free way, the worker's own) stop the
-/// stub in turn; other reports read meanwhile go to `early`.
+/// stub in turn; other reports read meanwhile go to `early`. With
+/// `status_from_init`, init reports the command's status on the control
+/// channel and outlives the stub: that report ends the wait (init's own
+/// end still does, should it come first).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn serve(
     child: Pid,
     set: &SigSet,
     way: Way,
     (mut observed, mut guard): (Option<(&mut Observer, OwnedFd)>, Option<&Guard>),
-    job: Option<&Job>,
+    (ours, job, status_from_init): (&OwnedFd, Option<&Job>, bool),
     errors: &mut Vec<String>,
     early: &mut Vec<Report>,
 ) -> Result<(i32, Option<Lost>), Errno> {
     let signals = SignalFd::with_flags(set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
-    // Init reports stops on the control channel; the capability-free
-    // worker is the stub's child, whose stops wait4 shows.
+    // Init reports stops and its status on the control channel; the
+    // capability-free worker is the stub's child, whose stops wait4 shows.
     let capfree = matches!(way, Way::CapabilityFree { .. });
-    let mut control = job.filter(|_| !capfree);
+    let mut control = (!capfree && (job.is_some() || status_from_init)).then_some(ours);
     let untraced = job.is_some() && capfree;
     let (mut obs, mut chan) = match observed.take() {
         Some((obs, chan)) => (Some(obs), Some(chan)),
@@ -168,8 +193,8 @@ pub(super) fn serve(
             fds.push(PollFd::new(fd, PollFlags::POLLIN));
             fds.len() - 1
         });
-        let control_at = control.map(|j| {
-            fds.push(PollFd::new(j.control.as_fd(), PollFlags::POLLIN));
+        let control_at = control.map(|c| {
+            fds.push(PollFd::new(c.as_fd(), PollFlags::POLLIN));
             fds.len() - 1
         });
         if let Some(o) = obs.as_ref().filter(|o| o.pending()) {
@@ -229,9 +254,18 @@ pub(super) fn serve(
         if let Some(o) = obs.as_mut() {
             o.flush();
         }
-        if let (Some(at), Some(j)) = (control_at, control) {
-            if !ready[at].is_empty() && !j.read(child, way, early) {
-                control = None;
+        if let (Some(at), Some(c)) = (control_at, control) {
+            if !ready[at].is_empty() {
+                match read_control(c, job, child, way, early) {
+                    Read::Open => {}
+                    Read::Closed => control = None,
+                    Read::Exited(status) => {
+                        if let Some(o) = obs.as_mut() {
+                            o.flush();
+                        }
+                        return Ok((status, lost));
+                    }
+                }
             }
         }
         if !ready[0].is_empty() {
@@ -253,6 +287,41 @@ pub(super) fn serve(
             }
         }
     }
+}
+
+/// Stops the command's whole tree at once, without reaping it: on the
+/// namespace way SIGKILL to init ends its PID namespace; on the
+/// capability-free way the worker and every descendant `/proc` lists get
+/// SIGKILL (what escapes the walk, the end of the run kills).
+pub(super) fn stop_tree(child: Pid, way: Way) {
+    if let Way::CapabilityFree { .. } = way {
+        for pid in tree(child.as_raw()) {
+            let _ = sys::raw_kill(pid, libc::SIGKILL);
+        }
+    }
+    let _ = sys::raw_kill(child.as_raw(), libc::SIGKILL);
+}
+
+/// `root` and every descendant `/proc` lists (the children of each of
+/// their threads), for the capability-free way, whose `/proc` is the
+/// caller's. A process forked after its parent was listed is missed.
+pub(super) fn tree(root: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut todo = vec![root];
+    let mut found = Vec::new();
+    while let Some(pid) = todo.pop() {
+        found.push(pid);
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+        for task in tasks.into_iter().flatten().flatten() {
+            let children = std::fs::read_to_string(task.path().join("children"));
+            todo.extend(
+                children
+                    .iter()
+                    .flat_map(|t| t.split_whitespace())
+                    .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+            );
+        }
+    }
+    found
 }
 
 /// The end of a capability-free run: kills and reaps every process the

@@ -262,14 +262,6 @@ pub fn take_mount_changes(fd: RawFd) -> Result<(), Errno> {
     poll_one(fd, libc::POLLPRI, Some(&now)).map(drop)
 }
 
-/// Sleeps until the other end of the socket `fd` is closed; the teardown
-/// process's wait (teardown.rs). A wake-up without a hang-up sleeps
-/// again; an error (a bad descriptor) ends the wait.
-pub fn wait_peer_closed(fd: RawFd) {
-    let hung_up = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
-    while hang_ups(fd, None).is_ok_and(|r| r & hung_up == 0) {}
-}
-
 /// Whether the other end of the socket `fd` is closed: reported at once
 /// (a zero timeout), POLLHUP or POLLERR alone.
 pub fn peer_closed(fd: RawFd) -> Result<bool, Errno> {

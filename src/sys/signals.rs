@@ -1,6 +1,7 @@
 //! Signals, reaping and process groups: the signal mask and
 //! `sigwaitinfo` of the stub and init, reaping with `wait4` (init, the
-//! stub on the capability-free way), default dispositions, and the
+//! stub on the capability-free way), init's end of its namespace and its
+//! wait for the stub's exit, default dispositions, and the
 //! terminal's foreground group (the worker's own group, the stub's
 //! hand-over and take-back).
 
@@ -91,6 +92,42 @@ pub fn reap_any(untraced: bool) -> Result<Option<(libc::pid_t, Ended)>, Errno> {
         Ended::Exited(libc::WEXITSTATUS(status))
     };
     Ok(Some((pid, ended)))
+}
+
+/// init's end where it outlives the stub: SIGKILL to every other
+/// process of its PID namespace (`kill(-1)` from its init reaches all of
+/// them, never itself), then every child reaped, blocking, until there is
+/// none (ECHILD). What the end of the namespace would do, before init's
+/// own exit instead of in it. Raw calls only: init runs this.
+pub fn end_all_others() {
+    let _ = numeric(
+        libc::SYS_kill,
+        [-1isize as usize, libc::SIGKILL as usize, 0, 0, 0, 0],
+    );
+    loop {
+        // SAFETY: no status pointer, no rusage: nothing is written back.
+        let reaped = raw_result(unsafe {
+            syscall6(
+                libc::SYS_wait4,
+                [-1isize as usize, 0, libc::__WALL as usize, 0, 0, 0],
+            )
+        });
+        match reaped {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Sleeps until a signal ends the process: init, once it has reported,
+/// waits for the stub's exit and its PDEATHSIG (SIGKILL). Its other
+/// signals are blocked, so nothing else wakes it for good. Raw: init.
+pub fn wait_to_be_killed() -> ! {
+    loop {
+        // SAFETY: no descriptors, no timeout, no signal mask: ppoll only
+        // sleeps.
+        let _ = unsafe { syscall6(libc::SYS_ppoll, [0, 0, 0, 0, 8, 0]) };
+    }
 }
 
 /// Resets `signal`'s disposition to the default (so that, for SIGCHLD, an
