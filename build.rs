@@ -1,17 +1,17 @@
 //! Compiles the seccomp filters for x86_64 and aarch64 into `OUT_DIR`.
 //!
 //! The rules are data in `src/filter/rules.rs`; this file turns them into
-//! classic BPF with a small assembler of its own: four programs per
-//! architecture (unix, namespaces, the capability-free way's unix, and
-//! observe). Each program:
+//! classic BPF with a small assembler of its own: five programs per
+//! architecture (unix, namespaces, the capability-free way's unix,
+//! observe, and the stub's own: unix and namespaces in one). Each program:
 //!
 //! 1. loads the architecture and kills any other (an x86_64 process can
 //!    enter the i386 ABI with `int 0x80`), then loads the syscall number;
-//! 2. the unix filter on x86_64: any number with bit 0x40000000 set, other
-//!    than -1, kills the process (x32 ABI; -1 is "no syscall", used by
-//!    tracers, and the kernel answers ENOSYS);
-//!    the namespaces filter: `clone3` answers ENOSYS (libc then falls back
-//!    to `clone`, whose flags the filter can read);
+//! 2. the unix filters on x86_64 (and the stub's): any number with bit
+//!    0x40000000 set, other than -1, kills the process (x32 ABI; -1 is "no
+//!    syscall", used by tracers, and the kernel answers ENOSYS);
+//!    the namespaces filter (and the stub's): `clone3` answers ENOSYS
+//!    (libc then falls back to `clone`, whose flags the filter can read);
 //! 3. compares the number with each rule's, in ascending order; three or
 //!    more consecutive numbers refused outright make one range test; no
 //!    match allows the call;
@@ -279,7 +279,7 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     a.jump(BPF_JMP_JEQ_K, audit_arch(arch), To::Next, To::Label(kill));
     a.stmt(BPF_LD_W_ABS, NR_OFFSET);
     match (arch, set) {
-        (Arch::X86_64, Set::Unix | Set::UnixCapabilityFree) => {
+        (Arch::X86_64, Set::Unix | Set::UnixCapabilityFree | Set::Stub) => {
             let native = a.label();
             a.jump(
                 BPF_JMP_JSET_K,
@@ -290,10 +290,11 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
             a.jump(BPF_JMP_JEQ_K, u32::MAX, To::Label(allow), To::Label(kill));
             a.place(native);
         }
-        (_, Set::Namespaces) => {
-            a.jump(BPF_JMP_JEQ_K, rules::CLONE3, To::Label(enosys), To::Next);
-        }
-        (Arch::Aarch64, Set::Unix | Set::UnixCapabilityFree) | (_, Set::Observe) => {}
+        (_, Set::Namespaces) => {}
+        (Arch::Aarch64, Set::Unix | Set::UnixCapabilityFree | Set::Stub) | (_, Set::Observe) => {}
+    }
+    if matches!(set, Set::Namespaces | Set::Stub) {
+        a.jump(BPF_JMP_JEQ_K, rules::CLONE3, To::Label(enosys), To::Next);
     }
 
     // One block per distinct condition list, in order of first use.
@@ -324,13 +325,15 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     a.place(matched);
     a.ret(match set {
         Set::Observe => SECCOMP_RET_USER_NOTIF,
-        Set::Unix | Set::Namespaces | Set::UnixCapabilityFree => SECCOMP_RET_ERRNO | rules::EPERM,
+        Set::Unix | Set::Namespaces | Set::UnixCapabilityFree | Set::Stub => {
+            SECCOMP_RET_ERRNO | rules::EPERM
+        }
     });
     a.place(allow);
     a.ret(SECCOMP_RET_ALLOW);
     a.place(kill);
     a.ret(SECCOMP_RET_KILL_PROCESS);
-    if set == Set::Namespaces {
+    if matches!(set, Set::Namespaces | Set::Stub) {
         a.place(enosys);
         a.ret(SECCOMP_RET_ERRNO | rules::ENOSYS);
     }

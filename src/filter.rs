@@ -26,22 +26,24 @@ macro_rules! embed {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn embedded_bytes() -> [&'static [u8]; 4] {
+fn embedded_bytes() -> [&'static [u8]; 5] {
     [
         embed!("x86_64-unix.bpf"),
         embed!("x86_64-namespaces.bpf"),
         embed!("x86_64-unix-capability-free.bpf"),
         embed!("x86_64-observe.bpf"),
+        embed!("x86_64-stub.bpf"),
     ]
 }
 
 #[cfg(target_arch = "aarch64")]
-fn embedded_bytes() -> [&'static [u8]; 4] {
+fn embedded_bytes() -> [&'static [u8]; 5] {
     [
         embed!("aarch64-unix.bpf"),
         embed!("aarch64-namespaces.bpf"),
         embed!("aarch64-unix-capability-free.bpf"),
         embed!("aarch64-observe.bpf"),
+        embed!("aarch64-stub.bpf"),
     ]
 }
 
@@ -95,21 +97,26 @@ pub struct Filters {
     /// The USER_NOTIF filter for write-intent calls, installed only when
     /// the run is observed (`SRT_OBSERVE_SOCK`).
     pub observe: Program,
+    /// The outer stub's own filter, one program: the unix and namespaces
+    /// rules together, or where nesting is allowed the unix filter.
+    pub stub: Program,
 }
 
 /// Validates the embedded programs and picks those to install.
 pub fn filters(allow_nested_userns: bool) -> Result<Filters, Error> {
-    let [unix, namespaces, unix_capability_free, observe] = embedded_bytes();
+    let [unix, namespaces, unix_capability_free, observe, stub] = embedded_bytes();
     let unix = Program::new(unix).map_err(|e| Error::Filter(format!("unix: {e}")))?;
     let unix_capability_free = Program::new(unix_capability_free)
         .map_err(|e| Error::Filter(format!("unix-capability-free: {e}")))?;
     let namespaces =
         Program::new(namespaces).map_err(|e| Error::Filter(format!("namespaces: {e}")))?;
     let observe = Program::new(observe).map_err(|e| Error::Filter(format!("observe: {e}")))?;
+    let stub = Program::new(stub).map_err(|e| Error::Filter(format!("stub: {e}")))?;
     Ok(Filters {
         unix,
         unix_capability_free,
         namespaces: (!allow_nested_userns).then_some(namespaces),
         observe,
+        stub: if allow_nested_userns { unix } else { stub },
     })
 }

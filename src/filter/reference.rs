@@ -37,8 +37,8 @@ use super::interp::{Decoded, SeccompData};
 use super::rules::{self, Arch, Cond, Rule, Set};
 use super::tests::property::{Rng, random_args};
 use super::tests::{
-    NS_AARCH64, NS_X86_64, OBSERVE_AARCH64, OBSERVE_X86_64, Outcome, UNIX_AARCH64,
-    UNIX_CAPFREE_AARCH64, UNIX_CAPFREE_X86_64, UNIX_X86_64, outcome,
+    NS_AARCH64, NS_X86_64, OBSERVE_AARCH64, OBSERVE_X86_64, Outcome, STUB_AARCH64, STUB_X86_64,
+    UNIX_AARCH64, UNIX_CAPFREE_AARCH64, UNIX_CAPFREE_X86_64, UNIX_X86_64, outcome,
 };
 
 const SECCOMP_RET_LOG: u32 = 0x7ffc_0000;
@@ -200,7 +200,9 @@ fn compare(arch: Arch, set: Set, ours: &[u8]) -> BTreeMap<String, usize> {
 
 #[test]
 fn our_programs_answer_as_seccompilers_for_every_number_and_sample() {
-    let programs: [(Arch, Set, &[u8]); 8] = [
+    let programs: [(Arch, Set, &[u8]); 10] = [
+        (Arch::X86_64, Set::Stub, STUB_X86_64),
+        (Arch::Aarch64, Set::Stub, STUB_AARCH64),
         (Arch::X86_64, Set::Unix, UNIX_X86_64),
         (Arch::X86_64, Set::Namespaces, NS_X86_64),
         (Arch::X86_64, Set::UnixCapabilityFree, UNIX_CAPFREE_X86_64),

@@ -47,14 +47,20 @@ pub enum Set {
     /// with SECCOMP_RET_USER_NOTIF (the stub lets each one continue, then
     /// reports it). Never refuses anything.
     Observe,
+    /// The outer stub's own filter: the unix and namespaces rules in one
+    /// program (each program installed costs the kernel a fixed ~25 us:
+    /// allocated, checked, JIT-compiled, set read-only). The command keeps
+    /// the two filters upstream's has.
+    Stub,
 }
 
 impl Set {
-    pub const ALL: [Set; 4] = [
+    pub const ALL: [Set; 5] = [
         Set::Unix,
         Set::Namespaces,
         Set::UnixCapabilityFree,
         Set::Observe,
+        Set::Stub,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,6 +69,7 @@ impl Set {
             Set::Namespaces => "namespaces",
             Set::UnixCapabilityFree => "unix-capability-free",
             Set::Observe => "observe",
+            Set::Stub => "stub",
         }
     }
 }
@@ -299,6 +306,11 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
                 not_self(n.sched_setparam, &[(0, &[0])]),
                 not_self(n.sched_setattr, &[(0, &[0])]),
             ]);
+            all
+        }
+        Set::Stub => {
+            let mut all = rules(arch, Set::Unix);
+            all.extend(rules(arch, Set::Namespaces));
             all
         }
         Set::Observe => observed(arch)

@@ -19,6 +19,9 @@ pub(super) const UNIX_AARCH64: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-unix.bpf"));
 pub(super) const NS_AARCH64: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-namespaces.bpf"));
+pub(super) const STUB_X86_64: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/x86_64-stub.bpf"));
+pub(super) const STUB_AARCH64: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/aarch64-stub.bpf"));
 pub(super) const UNIX_CAPFREE_X86_64: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/x86_64-unix-capability-free.bpf"));
 pub(super) const UNIX_CAPFREE_AARCH64: &[u8] = include_bytes!(concat!(
@@ -68,6 +71,8 @@ struct Abi {
     arch: u32,
     unix: &'static [u8],
     ns: &'static [u8],
+    /// The stub's one program: as `unix` and `ns` stacked.
+    stub: &'static [u8],
     ioctl: i32,
     socket: i32,
     socketpair: i32,
@@ -88,6 +93,7 @@ const X86_64: Abi = Abi {
     arch: AUDIT_ARCH_X86_64,
     unix: UNIX_X86_64,
     ns: NS_X86_64,
+    stub: STUB_X86_64,
     ioctl: 16,
     socket: 41,
     socketpair: 53,
@@ -107,6 +113,7 @@ const AARCH64: Abi = Abi {
     arch: AUDIT_ARCH_AARCH64,
     unix: UNIX_AARCH64,
     ns: NS_AARCH64,
+    stub: STUB_AARCH64,
     ioctl: 29,
     socket: 198,
     socketpair: 199,
@@ -416,9 +423,11 @@ fn check(abi: &Abi) {
     for case in &cases {
         let both = stacked(&[abi.unix, abi.ns], &case.data);
         let unix_only = stacked(&[abi.unix], &case.data);
-        if both != case.both || unix_only != case.unix_only {
+        let stub = stacked(&[abi.stub], &case.data);
+        if both != case.both || unix_only != case.unix_only || stub != case.both {
             failures.push(format!(
-                "{}: both {both:?} (want {:?}), unix only {unix_only:?} (want {:?})",
+                "{}: both {both:?} (want {:?}), unix only {unix_only:?} (want {:?}), \
+                 the stub's one program {stub:?}",
                 case.what, case.both, case.unix_only
             ));
         }
@@ -438,12 +447,26 @@ fn aarch64_programs_match_the_threat_table() {
 
 #[test]
 fn embedded_programs_validate() {
-    for bytes in [UNIX_X86_64, NS_X86_64, UNIX_AARCH64, NS_AARCH64] {
+    for bytes in [
+        UNIX_X86_64,
+        NS_X86_64,
+        STUB_X86_64,
+        UNIX_AARCH64,
+        NS_AARCH64,
+        STUB_AARCH64,
+    ] {
         assert!(super::Program::new(bytes).is_ok());
     }
     let f = super::filters(false).expect("valid");
     assert!(f.namespaces.is_some());
-    assert!(super::filters(true).expect("valid").namespaces.is_none());
+    assert_ne!(f.stub.bytes(), f.unix.bytes(), "the stub's: both rule sets");
+    let nested = super::filters(true).expect("valid");
+    assert!(nested.namespaces.is_none());
+    assert_eq!(
+        nested.stub.bytes(),
+        nested.unix.bytes(),
+        "nesting: unix only"
+    );
 }
 
 #[test]

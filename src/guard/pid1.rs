@@ -28,6 +28,10 @@ pub(super) fn cmdline(proc_dir: BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> 
     )?))
 }
 
+/// The machine's first PID namespace, as `/proc/self/ns/pid` names it
+/// (`PROC_PID_INIT_INO`, a fixed inode number: include/linux/proc_ns.h).
+const FIRST_PID_NAMESPACE: &[u8] = b"pid:[4026531836]";
+
 /// Whether PID 1 of this PID namespace is bubblewrap: its executable (or,
 /// where that link is closed to this process, its `argv[0]`) is named
 /// `bwrap`; with its command line when one read held all of it. Asked
@@ -40,7 +44,8 @@ pub struct Pid1 {
 
 impl Pid1 {
     /// No allocation and no `/proc` descriptor on the way to "no" (every
-    /// run on the host asks).
+    /// run on the host asks): one link read where PID 1's executable can
+    /// be read, two where it cannot.
     pub fn look() -> Pid1 {
         let named_bwrap = |p: &[u8]| p.rsplit(|&b| b == b'/').next() == Some(b"bwrap");
         let no = Pid1 {
@@ -60,6 +65,16 @@ impl Pid1 {
                 bubblewrap: named_bwrap(&buf[..n]),
                 words: None,
             };
+        }
+        // The link is closed to this process (another user's PID 1, or a
+        // non-dumpable one: the host's, as a rule). In the machine's first
+        // PID namespace PID 1 is the machine's init, never bubblewrap's
+        // (which always makes a namespace of its own): one link read
+        // instead of its command line's open, read and close.
+        if let Ok(n) = sys::readlink_at(libc::AT_FDCWD, c"/proc/self/ns/pid", &mut buf)
+            && buf[..n] == *FIRST_PID_NAMESPACE
+        {
+            return no;
         }
         let Ok(n) = sys::read_head(c"/proc/1/cmdline", &mut buf) else {
             return no;

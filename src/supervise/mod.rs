@@ -4,7 +4,7 @@
 //! caller (bwrap's shell, srt, a library)
 //!  └─ apply-seccomp: outer stub        caller's PID namespace; non-dumpable
 //!     │  before init starts; then no_new_privs, the unix and namespaces
-//!     │  filters on itself (while init works on the other CPU); forwards
+//!     │  rules on itself in one filter (while init works); forwards
 //!     │  TERM INT HUP QUIT USR1 USR2, reaps its child (or, under
 //!     │  bubblewrap, takes init's status report), prints the reports the
 //!     │  inner processes send over the control channel, exits with the
@@ -386,13 +386,10 @@ fn refused_before_start(
     }
 }
 
+/// The stub's filter: the unix and namespaces rules in one program
+/// (filter/rules.rs, `Set::Stub`), the command's two answers in one
+/// install.
 fn filter_stub(plan: &Plan) -> Result<(), Error> {
     sys::set_no_new_privs().map_err(|e| Error::setup(Step::NoNewPrivs, e))?;
-    for program in [Some(plan.filters.unix), plan.filters.namespaces]
-        .into_iter()
-        .flatten()
-    {
-        sys::install_filter(program.bytes()).map_err(|e| Error::setup(Step::StubFilters, e))?;
-    }
-    Ok(())
+    sys::install_filter(plan.filters.stub.bytes()).map_err(|e| Error::setup(Step::StubFilters, e))
 }
