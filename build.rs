@@ -7,30 +7,34 @@
 //!
 //! 1. loads the architecture and kills any other (an x86_64 process can
 //!    enter the i386 ABI with `int 0x80`), then loads the syscall number;
-//! 2. the unix filters on x86_64 (and the stub's): any number with bit
-//!    0x40000000 set, other than -1, kills the process (x32 ABI; -1 is "no
-//!    syscall", used by tracers, and the kernel answers ENOSYS);
-//!    the namespaces filter (and the stub's): `clone3` answers ENOSYS
-//!    (libc then falls back to `clone`, whose flags the filter can read);
-//! 3. compares the number with each rule's, in ascending order; three or
-//!    more consecutive numbers refused outright make one range test; no
-//!    match allows the call;
-//! 4. a rule with conditions jumps to its block, shared by rules with the
+//! 2. finds the number's rule in a decision tree: `jge` splits, down to
+//!    chains of `jeq` tests (three or more consecutive numbers refused
+//!    outright make one range test), the tree chosen to run the fewest
+//!    instructions summed over the numbers 0-511 (`plan_tree`); no rule
+//!    allows the call. In the namespaces filter (and the stub's) `clone3`
+//!    answers ENOSYS (libc then falls back to `clone`, whose flags the
+//!    filter can read). In x86_64's unix filters (and the stub's), past
+//!    every rule, any number with bit 0x40000000 set, other than -1, kills
+//!    the process (x32 ABI; -1 is "no syscall", used by tracers, and the
+//!    kernel answers ENOSYS);
+//! 3. a rule with conditions jumps to its block, shared by rules with the
 //!    same conditions: each condition loads the low 32 bits of one
 //!    argument (masked when it needs to) and tests it against its values,
 //!    or for any of its bits;
-//! 5. the answers: EPERM (the observe filter: SECCOMP_RET_USER_NOTIF),
+//! 4. the answers: EPERM (the observe filter: SECCOMP_RET_USER_NOTIF),
 //!    allow, kill, and ENOSYS.
 //!
 //! Why not a general filter compiler (seccompiler was the first one): the
-//! kernel's cost of installing a filter grows with its length (about half
-//! a microsecond an instruction on this project's machine, on top of a
-//! fixed ~10 us: it is checked, translated, JIT-compiled and its per-number
-//! action cache is computed by running it for every syscall number), and
-//! the helper installs up to three per run, two of them between its start
-//! and the command's. seccompiler's programs were 53 and 95 instructions
-//! long; these were 22 and 21 (the C helper's: 18 and 42). README,
-//! "Measured", has the figures.
+//! kernel's cost of installing a filter is a fixed ~25 us here (it is
+//! allocated, checked, translated, JIT-compiled and set read-only), plus
+//! about 1.5 us for each instruction the program runs for a number: the
+//! kernel runs it for every syscall number of the architecture to fill its
+//! per-number action cache. The helper installs three per run, two of them
+//! between its start and the command's. seccompiler's programs were 53 and
+//! 95 instructions long; a chain of tests in number order ran 9 and 14
+//! instructions for a number, on average over 0-469; the trees run 7.2 and
+//! 7.8 (the observe filter's 9.1 against 26.8), and the installs took
+//! 1.6 us, 6.5 us and 17 us less (1000 each; docs/performance.md).
 //!
 //! seccompiler keeps the role a well-kept general compiler serves best next
 //! to a hand-written one: the reference. `src/filter/reference.rs` (a unit
@@ -159,11 +163,20 @@ fn audit_arch(arch: Arch) -> u32 {
 }
 
 /// One test of the number dispatch.
+#[derive(Clone, Copy)]
 enum Test {
-    /// `nr == n`: to the rule's block, or to the match answer.
+    /// `nr == n`: to the rule's block, or to an answer.
     Is(u32, To),
     /// `lo <= nr <= hi`, all refused outright.
     Range(u32, u32),
+}
+
+impl Test {
+    fn lo(&self) -> u32 {
+        match *self {
+            Test::Is(n, _) | Test::Range(n, _) => n,
+        }
+    }
 }
 
 fn dispatch(rules: &[Rule], matched: usize, blocks: &[(Vec<Cond>, usize)]) -> Vec<Test> {
@@ -199,6 +212,129 @@ fn dispatch(rules: &[Rule], matched: usize, blocks: &[(Vec<Cond>, usize)]) -> Ve
         i = end;
     }
     tests
+}
+
+/// The syscall numbers the kernel runs a new filter for, to fill its
+/// per-number action cache (`seccomp_cache_prepare`: every number of the
+/// native table, about 470 on both architectures; 512 is near enough):
+/// the numbers whose path length the dispatch keeps short.
+const CACHED: u64 = 512;
+/// Tests in one chain at most, below the splits.
+const CHAIN: usize = 8;
+
+/// The numbers `[from, to)` of `tests` span: from the first's (or 0) to
+/// the next test's, the first after them (or past the cached ones).
+fn span(tests: &[Test], i: usize, j: usize) -> u64 {
+    let from = if i == 0 { 0 } else { u64::from(tests[i].lo()) };
+    let to = tests.get(j).map_or(CACHED, |t| u64::from(t.lo()));
+    to.min(CACHED).saturating_sub(from.min(CACHED))
+}
+
+/// Instructions a chain of `tests[i..j]` runs, summed over the cached
+/// numbers it spans: each number runs the tests up to the one that takes
+/// it (a range test is two when the number is past its start), or all of
+/// them, the x32 check where `top` says so, and the `ret`.
+fn chain_cost(tests: &[Test], i: usize, j: usize, top: bool) -> u64 {
+    let from = if i == 0 { 0 } else { u64::from(tests[i].lo()) };
+    let to = tests
+        .get(j)
+        .map_or(CACHED, |t| u64::from(t.lo()))
+        .min(CACHED);
+    (from..to)
+        .map(|nr| {
+            let mut steps = 0;
+            for t in &tests[i..j] {
+                match *t {
+                    Test::Is(n, _) => {
+                        steps += 1;
+                        if u64::from(n) == nr {
+                            return steps;
+                        }
+                    }
+                    Test::Range(lo, hi) => {
+                        steps += 1;
+                        if nr >= u64::from(lo) {
+                            steps += 1;
+                            if nr <= u64::from(hi) {
+                                return steps;
+                            }
+                        }
+                    }
+                }
+            }
+            steps + u64::from(top) + 1
+        })
+        .sum()
+}
+
+/// The dispatch as a decision tree: the cheapest, summed over the cached
+/// numbers, of a chain of tests (at most [`CHAIN`]) or a split (`jge` to
+/// the second half) with the cheapest tree of each half. `plan[i][j]` is
+/// where `tests[i..j]` splits (`None`: a chain).
+fn plan_tree(tests: &[Test]) -> Vec<Vec<Option<usize>>> {
+    let n = tests.len();
+    let mut cost = vec![vec![0u64; n + 1]; n + 1];
+    let mut plan = vec![vec![None; n + 1]; n + 1];
+    for len in 1..=n {
+        for i in 0..=n - len {
+            let j = i + len;
+            let top = j == n;
+            let mut best = if len <= CHAIN {
+                chain_cost(tests, i, j, top)
+            } else {
+                u64::MAX
+            };
+            let split = (i + 1..j)
+                .map(|m| (span(tests, i, j) + cost[i][m] + cost[m][j], m))
+                .min();
+            if let Some((split, m)) = split.filter(|&(c, _)| c < best) {
+                best = split;
+                plan[i][j] = Some(m);
+            }
+            cost[i][j] = best;
+        }
+    }
+    plan
+}
+
+/// Emits the tree for `tests[i..j]`: number `nr` goes to its test's target
+/// or, taken by none, is allowed; in the last chain (`j` the end) an x32
+/// number goes to `x32` first.
+fn emit_tree(
+    a: &mut Asm,
+    tests: &[Test],
+    plan: &[Vec<Option<usize>>],
+    (i, j): (usize, usize),
+    (matched, x32): (usize, Option<usize>),
+) {
+    if let Some(m) = plan[i][j] {
+        let second = a.label();
+        a.jump(BPF_JMP_JGE_K, tests[m].lo(), To::Label(second), To::Next);
+        emit_tree(a, tests, plan, (i, m), (matched, x32));
+        a.place(second);
+        emit_tree(a, tests, plan, (m, j), (matched, x32));
+        return;
+    }
+    for test in &tests[i..j] {
+        match *test {
+            Test::Is(nr, to) => a.jump(BPF_JMP_JEQ_K, nr, to, To::Next),
+            Test::Range(lo, hi) => {
+                let after = a.label();
+                a.jump(BPF_JMP_JGE_K, lo, To::Next, To::Label(after));
+                a.jump(BPF_JMP_JGT_K, hi, To::Label(after), To::Label(matched));
+                a.place(after);
+            }
+        }
+    }
+    if let (Some(x32), true) = (x32, j == tests.len()) {
+        a.jump(
+            BPF_JMP_JSET_K,
+            rules::X32_SYSCALL_BIT,
+            To::Label(x32),
+            To::Next,
+        );
+    }
+    a.ret(SECCOMP_RET_ALLOW);
 }
 
 /// A rule's conditions, all of which must hold for `matched`; the first
@@ -278,24 +414,6 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     a.stmt(BPF_LD_W_ABS, ARCH_OFFSET);
     a.jump(BPF_JMP_JEQ_K, audit_arch(arch), To::Next, To::Label(kill));
     a.stmt(BPF_LD_W_ABS, NR_OFFSET);
-    match (arch, set) {
-        (Arch::X86_64, Set::Unix | Set::UnixCapabilityFree | Set::Stub) => {
-            let native = a.label();
-            a.jump(
-                BPF_JMP_JSET_K,
-                rules::X32_SYSCALL_BIT,
-                To::Next,
-                To::Label(native),
-            );
-            a.jump(BPF_JMP_JEQ_K, u32::MAX, To::Label(allow), To::Label(kill));
-            a.place(native);
-        }
-        (_, Set::Namespaces) => {}
-        (Arch::Aarch64, Set::Unix | Set::UnixCapabilityFree | Set::Stub) | (_, Set::Observe) => {}
-    }
-    if matches!(set, Set::Namespaces | Set::Stub) {
-        a.jump(BPF_JMP_JEQ_K, rules::CLONE3, To::Label(enosys), To::Next);
-    }
 
     // One block per distinct condition list, in order of first use.
     let mut blocks: Vec<(Vec<Cond>, usize)> = Vec::new();
@@ -305,18 +423,24 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
             blocks.push((rule.all_of.clone(), l));
         }
     }
-    for test in dispatch(&rules, matched, &blocks) {
-        match test {
-            Test::Is(nr, to) => a.jump(BPF_JMP_JEQ_K, nr, to, To::Next),
-            Test::Range(lo, hi) => {
-                let after = a.label();
-                a.jump(BPF_JMP_JGE_K, lo, To::Next, To::Label(after));
-                a.jump(BPF_JMP_JGT_K, hi, To::Label(after), To::Label(matched));
-                a.place(after);
-            }
-        }
+    let mut tests = dispatch(&rules, matched, &blocks);
+    // clone3, where refused, answers ENOSYS: one more test of the tree.
+    if matches!(set, Set::Namespaces | Set::Stub) {
+        tests.push(Test::Is(rules::CLONE3, To::Label(enosys)));
+        tests.sort_by_key(Test::lo);
     }
-    a.ret(SECCOMP_RET_ALLOW);
+    // x32 numbers (x86_64's unix filters and the stub's) are all above
+    // the tests: checked where the tree leaves the numbers past them.
+    let x32 = match (arch, set) {
+        (Arch::X86_64, Set::Unix | Set::UnixCapabilityFree | Set::Stub) => Some(a.label()),
+        _ => None,
+    };
+    let plan = plan_tree(&tests);
+    emit_tree(&mut a, &tests, &plan, (0, tests.len()), (matched, x32));
+    if let Some(x32) = x32 {
+        a.place(x32);
+        a.jump(BPF_JMP_JEQ_K, u32::MAX, To::Label(allow), To::Label(kill));
+    }
     for (conds, label) in &blocks {
         a.place(*label);
         conditions(&mut a, conds, matched, allow);

@@ -289,7 +289,11 @@ fn the_outer_stub_is_locked_down() {
             Some("1"),
             "{what}"
         );
-        assert_eq!(common::status_field(&status, "Seccomp"), Some("2"), "{what}");
+        assert_eq!(
+            common::status_field(&status, "Seccomp"),
+            Some("2"),
+            "{what}"
+        );
         assert_eq!(
             common::status_field(&status, "NoNewPrivs"),
             Some("1"),
