@@ -27,16 +27,13 @@ use common::{BWRAP_OPTIONS, NOBODY, Place, User, fixture, is_root, which};
 /// the processes started: the outer stub, then inner init and the worker
 /// on the namespace way, the worker alone on the capability-free way).
 // The stub's filter is one program (filter/rules.rs, `Set::Stub`): one
-// seccomp call, not two, on every path. Where PID 1's executable cannot be
-// read (the host's), the first PID namespace's name in /proc/self/ns/pid
-// says it is not bubblewrap: one readlinkat instead of its command line's
-// openat, read and close (guard/pid1.rs). Host stub counts: -3.
+// seccomp call, not two, on every path.
 const LIMITS: &[(&str, &[usize])] = &[
-    ("host root", &[24, 12, 5]),
-    ("host uid 65534", &[38, 15, 5]),
-    ("host root, capability-free", &[46, 9]),
-    // 38 or 39: the terminal's foreground handed over and back.
-    ("host root, terminal", &[39, 12, 9]),
+    ("host root", &[26, 12, 5]),
+    ("host uid 65534", &[40, 15, 5]),
+    ("host root, capability-free", &[48, 9]),
+    // 40 or 41: the terminal's foreground handed over and back.
+    ("host root, terminal", &[41, 12, 9]),
     // init outlives the stub (src/plan.rs): the stub waits on the control
     // channel for init's status (signalfd and poll) instead of reaping it,
     // and its guard's inotify instance is made before init starts so that
