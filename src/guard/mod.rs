@@ -138,8 +138,6 @@ pub fn recheck_after_mounts(mountinfo: RawFd) -> Option<usize> {
 /// What the guard watches, and how it knew.
 pub struct Guard {
     proc_dir: OwnedFd,
-    /// PID 1's command line, if [`Guard::open`] read it already.
-    words: Option<Vec<OsString>>,
     /// Polled for changes of the mount table (POLLPRI), never read.
     mountinfo: OwnedFd,
     watched: Vec<Watched>,
@@ -158,8 +156,7 @@ impl Guard {
     /// why there is nothing to guard. Before init starts: init mounts a
     /// new `/proc` over the shared one, and takes a copy of the instance.
     pub fn open(pid1: Pid1, init_holds: bool) -> Result<Guard, String> {
-        let Pid1 { bubblewrap, words } = pid1;
-        if !bubblewrap {
+        if !pid1.is_bubblewrap() {
             return Err(
                 "PID 1 is not bubblewrap: nothing says which mounts protect anything".into(),
             );
@@ -180,7 +177,6 @@ impl Guard {
         let for_init = init_holds.then(renames::instance).and_then(Result::ok);
         Ok(Guard {
             proc_dir,
-            words,
             mountinfo: fd,
             watched: Vec::new(),
             renames: None,
@@ -201,11 +197,8 @@ impl Guard {
     /// bubblewrap's arguments: PID 1's command line (its monitor, under
     /// `--unshare-pid`, keeps bubblewrap's own).
     fn bwrap_args(&mut self) -> Result<Vec<OsString>, String> {
-        let words = match self.words.take() {
-            Some(words) => words,
-            None => cmdline(self.proc_dir.as_fd())
-                .map_err(|e| format!("/proc/1/cmdline: {}", e.desc()))?,
-        };
+        let words =
+            cmdline(self.proc_dir.as_fd()).map_err(|e| format!("/proc/1/cmdline: {}", e.desc()))?;
         Ok(words.into_iter().skip(1).collect())
     }
 

@@ -6,7 +6,7 @@
 //! `flock`, `renameat2(RENAME_NOREPLACE)`; `stat`, `open`, `mkdir` and
 //! `unlink` relative to a folder; reading a folder's names into a buffer;
 //! closing every descriptor but some; `pidfd_open`, `setsid`, waiting for
-//! a descriptor. The outer stub uses `open_at`, `readlink_at` and the
+//! a descriptor. The outer stub uses `open_at` and the
 //! small-file reads (the mount guard, the capability-free ruleset, the
 //! terminal): one system call each where musl's `open` makes two (it
 //! follows `O_CLOEXEC` with an `fcntl`). `read_file_at` allocates: the
@@ -81,26 +81,6 @@ fn stat_flags(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<libc::stat,
         )
     })?;
     Ok(st)
-}
-
-/// `readlinkat(dir, name)` into `buf`: how many bytes it holds (a target
-/// that fills it may be cut short).
-pub fn readlink_at(dir: RawFd, name: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
-    // SAFETY: `name` is NUL-terminated and only read; the kernel writes at
-    // most `buf.len()` bytes into `buf`, which is ours for the call.
-    raw_result(unsafe {
-        syscall6(
-            libc::SYS_readlinkat,
-            [
-                dir as usize,
-                name.as_ptr() as usize,
-                buf.as_mut_ptr() as usize,
-                buf.len(),
-                0,
-                0,
-            ],
-        )
-    })
 }
 
 /// The whole of the small file `name` in `dir` (procfs: its size says
