@@ -129,26 +129,27 @@ impl Channel {
 
     /// Sends a report; failure to send is ignored (the exit code still
     /// tells the stub something went wrong).
+    fn send(self, report: Report) {
+        let _ = sys::raw_write(self.0, &report.encode());
+    }
+
+    /// Reports how a step went.
     pub fn report(self, kind: Kind, step: Step, errno: Errno) {
-        let bytes = Report {
+        self.send(Report {
             kind,
             step,
             errno: errno as i32,
-        }
-        .encode();
-        let _ = sys::raw_write(self.0, &bytes);
+        });
     }
 
     /// Reports the command's status (code, or 128+signal), once its whole
     /// tree is gone.
     pub fn exited(self, status: i32) {
-        let bytes = Report {
+        self.send(Report {
             kind: Kind::Exited,
             step: Step::Wait,
             errno: status,
-        }
-        .encode();
-        let _ = sys::raw_write(self.0, &bytes);
+        });
     }
 
     /// Reports a fatal failure and leaves with the setup exit code.

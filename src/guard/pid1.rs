@@ -34,7 +34,7 @@ pub(super) fn cmdline(proc_dir: BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> 
 /// it too: main.rs). PID 1 is whoever made the namespace; a command in a
 /// sandbox cannot be it nor rename it.
 pub struct Pid1 {
-    pub(super) bubblewrap: bool,
+    bubblewrap: bool,
 }
 
 impl Pid1 {
@@ -43,7 +43,7 @@ impl Pid1 {
     /// `/proc/1/cmdline` (the mount guard reads it, under bubblewrap
     /// only): `/proc/1/comm` took 14 us here against 12 us for the link
     /// (EACCES) and 25 us for the command line that followed it; reading
-    /// `/proc/self/ns/pid` to tell the machine's first PID namespace, 26
+    /// `/proc/self/ns/pid` to tell the machine's first PID namespace, 23-26
     /// us (1000 fresh processes each, on a loaded machine).
     pub fn look() -> Pid1 {
         let mut comm = [0u8; 32];
