@@ -228,6 +228,31 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// The median of `ratios` and a 95% interval for it: the 2.5th and
+/// 97.5th percentiles of the medians of 2000 resamples of the rounds
+/// (with replacement; a fixed seed, so a rerun of the same numbers gives
+/// the same interval). What one run can tell: an interval that holds 1.00
+/// says "the same as far as this run shows".
+fn median_with_interval(ratios: &[f64]) -> (f64, f64, f64) {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut medians: Vec<f64> = (0..2000)
+        .map(|_| {
+            let sample = (0..ratios.len())
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    ratios[(seed % ratios.len() as u64) as usize]
+                })
+                .collect();
+            median(sample)
+        })
+        .collect();
+    medians.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| medians[((medians.len() - 1) as f64 * q).round() as usize];
+    (median(ratios.to_vec()), at(0.025), at(0.975))
+}
+
 /// Whether each timed run follows an untimed run of the same candidate
 /// (the default; `BENCH_PAIRED=0` turns it off). A run may leave work to
 /// finish after its exit (under bubblewrap this helper's init, which
@@ -289,6 +314,9 @@ fn peak_rss_once(time: &Path, argv: &[String]) -> Option<(f64, f64)> {
 fn evict(binary: &Path) {
     if let Ok(f) = std::fs::File::open(binary) {
         use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
+        // Written back first: dirty pages (a copy made a moment ago) are
+        // not dropped.
+        let _ = f.sync_all();
         let _ = posix_fadvise(&f, 0, 0, PosixFadviseAdvice::POSIX_FADV_DONTNEED);
     }
 }
@@ -361,11 +389,22 @@ fn main() {
         base.as_ref().map_or("none".into(), |(commit, _)| format!("{commit} (ours/baseline: median of ratios; overhead: a run minus the same round's `true`)"))
     );
     println!(
-        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C | ours, capability-free | its overhead / ours | baseline | ours/baseline | overhead ours/baseline |"
+        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C | ours, capability-free | its overhead / ours | baseline | ours/baseline (95% interval) | overhead ours/baseline |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, uid, in_bwrap) in settings {
         let cands = candidates(&ours, &c, base.as_ref().map(|(_, p)| p.as_path()), in_bwrap);
+        // Every binary in the same page-cache state, as an installed one
+        // read from disk: its pages dropped, so that exec's readahead
+        // brings them in. Left as the copy above wrote them, the state
+        // depends on how each file was last written, and it moves the
+        // ratios: the baseline ran 2.5% faster from a fresh copy than
+        // from another copy of the same bytes (2000 rounds in turns),
+        // while this helper, its run's code together (link/), did not
+        // move; evicted first, all four were within 0.5%.
+        for path in [&ours, &c].into_iter().chain(base.as_ref().map(|(_, p)| p)) {
+            evict(path);
+        }
         let t = measure(&cands, uid, rounds);
         let (it, io, ic) = (
             index(&cands, "true").unwrap(),
@@ -383,10 +422,11 @@ fn main() {
         let icf = index(&cands, "ours-cf").unwrap();
         let over_cf = median(t[icf].iter().zip(&t[it]).map(|(o, b)| o - b).collect());
         let against_base = index(&cands, "base").map_or("- | - | -".into(), |ib| {
-            let r = median(t[io].iter().zip(&t[ib]).map(|(o, b)| o / b).collect());
+            let ratios: Vec<f64> = t[io].iter().zip(&t[ib]).map(|(o, b)| o / b).collect();
+            let (r, lo, hi) = median_with_interval(&ratios);
             let over_b = median(t[ib].iter().zip(&t[it]).map(|(b, z)| b - z).collect());
             format!(
-                "{:.2} | {r:.3} | {over_o:.2} / {over_b:.2} = {:.3}",
+                "{:.2} | {r:.3} ({lo:.3}-{hi:.3}) | {over_o:.2} / {over_b:.2} = {:.3}",
                 median(t[ib].clone()),
                 over_o / over_b
             )
