@@ -54,10 +54,11 @@ pub enum Step {
     Foreground,
     ProcSysReadOnly,
     ProcReadOnly,
+    Gate,
 }
 
 impl Step {
-    const ALL: [Step; 30] = [
+    const ALL: [Step; 31] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -88,6 +89,7 @@ impl Step {
         Step::Foreground,
         Step::ProcSysReadOnly,
         Step::ProcReadOnly,
+        Step::Gate,
     ];
 
     pub fn from_u8(v: u8) -> Option<Step> {
@@ -126,6 +128,7 @@ impl Step {
             Step::Foreground => "tcsetpgrp(terminal, the command's group)",
             Step::ProcSysReadOnly => "mount(/proc/sys, MS_BIND|MS_RDONLY)",
             Step::ProcReadOnly => "mount(/proc, MS_BIND|MS_REC|MS_RDONLY)",
+            Step::Gate => "futex(the worker's gate)",
         }
     }
 }

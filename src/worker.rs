@@ -1,15 +1,17 @@
 //! The worker, PID 2 (or, on the capability-free way, the stub's own
 //! child): the last steps before the command.
 //!
-//! Runs between clone and exec in the stub's memory, its parent suspended
-//! (sys::spawn_vfork) and, on the namespace way, the stub running on: no
+//! Runs between clone and exec in the stub's memory: on the namespace way
+//! while init and the stub run on (sys::spawn_shared), on the
+//! capability-free way its parent suspended (sys::spawn_vfork). No
 //! allocation, no formatting, no panics, and only `sys`'s raw system calls
 //! (supervise/mod.rs says why). Calls made: rt_sigprocmask, setpgid, prctl
 //! (no_new_privs), landlock_restrict_self (capability-free way only),
 //! seccomp (the unix filter; the observe filter when the run is observed,
 //! whose listener goes to the stub with one sendmsg and is then closed;
 //! the namespaces filter, unless nesting is allowed), getpid and ioctl
-//! (TIOCSPGRP, on a terminal: terminal.rs), execve (through
+//! (TIOCSPGRP, on a terminal: terminal.rs), futex (init's gate, on the
+//! namespace way: init's mounts and checks done), execve (through
 //! execvp's PATH search), and on failure a write of one report and
 //! `_exit`. On the capability-free way, `Channel::arm_parent_death` came
 //! first (close, prctl, ppoll). The environment was scrubbed before the
@@ -24,7 +26,13 @@ use crate::error::{Step, errno, exec_exit_code};
 use crate::plan::{Channel, Kind, Plan, Way};
 use crate::sys;
 
-pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Option<RawFd>) -> ! {
+pub fn run(
+    plan: Plan,
+    original_mask: SigSet,
+    chan: Channel,
+    listener_chan: Option<RawFd>,
+    gate: Option<&'static sys::Gate>,
+) -> ! {
     if let Err(e) = sys::set_sigmask(original_mask.as_ref()) {
         chan.fail(Step::Signals, e);
     }
@@ -83,6 +91,13 @@ pub fn run(plan: Plan, original_mask: SigSet, chan: Channel, listener_chan: Opti
             chan.report(Kind::Debug, Step::Foreground, e);
         }
         let _ = sys::set_sigmask(original_mask.as_ref());
+    }
+    // On the namespace way, init's mounts and checks are made meanwhile:
+    // the command runs only after all of them held.
+    if let Some(gate) = gate {
+        if let Err(e) = gate.wait() {
+            chan.fail(Step::Gate, e);
+        }
     }
     let err = errno(&sys::execvp(plan.exec));
     chan.report(Kind::Fatal, Step::Exec, err);

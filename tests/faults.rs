@@ -116,7 +116,7 @@ fn eperm_fails_closed_with_the_hint() {
 /// the C library picks between equivalent syscalls (musl opens with `open`
 /// and forks with `fork` on x86_64, glibc uses `openat` and `clone`), the
 /// entry names them all, `|`-separated, and each one made is injected.
-const SETUP_CALLS: [(&str, &str); 20] = [
+const SETUP_CALLS: [(&str, &str); 21] = [
     ("unshare", "EPERM"),
     ("unshare", "EINVAL"),
     ("openat|open", "EACCES"),
@@ -137,6 +137,9 @@ const SETUP_CALLS: [(&str, &str); 20] = [
     ("landlock_create_ruleset", "ENOSYS"),
     ("landlock_restrict_self", "EPERM"),
     ("read", "EIO"),
+    // init's gate for the worker (sys::Gate): its wake, and the worker's
+    // wait where the worker gets there first.
+    ("futex", "EINVAL"),
 ];
 
 /// One setting of the fault runs: the way in, on the host or inside
@@ -353,6 +356,70 @@ fn check_invariant(t: &Traced, way: Way, what: &str) -> Result<bool, String> {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     Ok(ran)
+}
+
+/// init starts the worker before its mounts (supervise/init.rs): a mount
+/// refused after that must still stop the run before the command. The
+/// third mount of init is `/proc/sys`'s read-only bind; the log shows the
+/// worker was started (init's clone) before it, and no exec but the
+/// helper's follows.
+#[test]
+fn a_mount_refused_after_the_worker_started_stops_the_command() {
+    let Some(strace) = common::which("strace") else {
+        common::skip("strace is not installed");
+        return;
+    };
+    if fixture().probe().is_none() {
+        return;
+    }
+    for nobody in [false, true] {
+        if !nobody && !common::is_root() {
+            continue;
+        }
+        let run = Run {
+            way: Way::Auto,
+            place: Place::Host,
+            nobody,
+        };
+        let dir = fixture().dir.join(format!("faults-gate-{nobody}"));
+        let t = run_traced(
+            &strace,
+            run,
+            &dir,
+            "mount,futex",
+            Some("mount:error=EPERM:when=3"),
+        );
+        let err = stderr(&t.output);
+        assert_eq!(t.output.status.code(), Some(125), "{err}");
+        assert!(
+            err.contains("mount(/proc/sys, MS_BIND|MS_RDONLY): Operation not permitted"),
+            "{err}"
+        );
+        let helper = faults_helper().to_string_lossy().into_owned();
+        let init = t
+            .per_process
+            .iter()
+            .find(|(_, lines)| lines.iter().any(|l| l.contains("(INJECTED)")))
+            .unwrap_or_else(|| panic!("no process had the fault: {:?}", t.per_process));
+        let clone = init
+            .1
+            .iter()
+            .position(|l| l.starts_with("clone(") && !l.contains("= -1"));
+        let fault = init.1.iter().position(|l| l.contains("(INJECTED)"));
+        assert!(
+            clone.is_some() && clone < fault,
+            "the worker was not started before the mount: {:?}",
+            init.1
+        );
+        for (name, lines) in &t.per_process {
+            for l in lines {
+                assert!(
+                    !l.starts_with("execve(") || l.contains(" = -1 ") || l.contains(&helper),
+                    "{name}: the command was executed: {l}"
+                );
+            }
+        }
+    }
 }
 
 #[test]

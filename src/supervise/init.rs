@@ -1,11 +1,13 @@
 //! Inner init, PID 1 of the new PID namespace (the namespace way only):
 //! runs in the stub's memory while the stub runs on (sys::spawn_shared),
 //! so raw system calls only, no allocation, no formatting, no panics. It
-//! arms PDEATHSIG, makes itself non-dumpable, `/` private, mounts `/proc`
-//! (where refused, binds the caller's read-only), sets the namespace
-//! limit, binds `/proc/sys` read-only, looks at the mount guard's
-//! destinations again, starts the
-//! worker (sys::spawn_vfork), relays the forwarded signals, reaps every
+//! arms PDEATHSIG, starts the worker (in the same memory, which makes its
+//! filters meanwhile and waits at a gate), makes `/` private, mounts
+//! `/proc` (where refused, binds the caller's read-only), sets the
+//! namespace limit, binds `/proc/sys` read-only, looks at the mount
+//! guard's destinations again, opens the worker's gate only if all of
+//! that held (else it exits, and with PID 1 the worker ends, unrun),
+//! relays the forwarded signals, reaps every
 //! child and exits with the worker's status; or, where it outlives the
 //! stub (`Plan::init_outlives_stub`), ends and reaps every other process
 //! of the namespace, reports the status and waits for the stub's exit to
@@ -52,6 +54,22 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
         guard,
     } = args;
     chan.arm_parent_death(stub_ends);
+    // The worker starts now and makes its last steps (the filters, ~25 us
+    // of the kernel's each, the terminal) while init mounts; it execs once
+    // the gate opens, after every step below held. Any `chan.fail` below
+    // exits init, and the end of PID 1 kills the waiting worker. Its
+    // stack: a raw mmap in the shared memory, never unmapped (init exits,
+    // and the stub soon after).
+    static GATE: sys::Gate = sys::Gate::new();
+    let worker = sys::Stack::new(WORKER_STACK).and_then(|stack| {
+        sys::spawn_shared(stack, move || {
+            worker::run(plan, original, chan, listener_chan, Some(&GATE));
+        })
+    });
+    let worker = match worker {
+        Ok(pid) => pid,
+        Err(e) => chan.fail(Step::ForkWorker, e),
+    };
     // Non-dumpable already: the flag belongs to the memory map, which is
     // the stub's, cleared before init started.
     if let Err(e) = sys::raw_mount(
@@ -103,35 +121,25 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     if let Some((go, mountinfo)) = guard {
         recheck(&chan, go, mountinfo);
     }
-    // A raw mmap, in the shared memory; never unmapped (init exits, and
-    // the stub soon after).
-    let mut worker_stack = match sys::Stack::new(WORKER_STACK) {
-        Ok(stack) => stack,
-        Err(e) => chan.fail(Step::ForkWorker, e),
-    };
-    let worker = sys::spawn_vfork(&mut worker_stack, 0, move || {
-        worker::run(plan, original, chan, listener_chan);
-    });
-    std::mem::forget(worker_stack);
-    match worker {
-        Err(e) => chan.fail(Step::ForkWorker, e),
-        // With job control, the command's stops go to the stub, which
-        // stops the caller's job in turn (terminal.rs).
-        Ok(pid) => match supervise(Pid::from_raw(pid), &set, plan.job_control, &mut |sig| {
-            chan.report(Kind::Stopped, Step::Wait, Errno::from_raw(sig))
-        }) {
-            // What the command left is ended and reaped first, as the end
-            // of the namespace would: once the stub has the status, none of
-            // the command's processes runs. Then init waits for the stub's
-            // exit (PDEATHSIG), and its own end releases the run.
-            Ok(status) if plan.init_outlives_stub => {
-                sys::end_all_others();
-                chan.exited(status);
-                sys::wait_to_be_killed()
-            }
-            Ok(status) => sys::exit_now(status),
-            Err(e) => chan.fail(Step::Wait, e),
-        },
+    if let Err(e) = GATE.open() {
+        chan.fail(Step::Gate, e);
+    }
+    // With job control, the command's stops go to the stub, which stops
+    // the caller's job in turn (terminal.rs).
+    match supervise(Pid::from_raw(worker), &set, plan.job_control, &mut |sig| {
+        chan.report(Kind::Stopped, Step::Wait, Errno::from_raw(sig))
+    }) {
+        // What the command left is ended and reaped first, as the end
+        // of the namespace would: once the stub has the status, none of
+        // the command's processes runs. Then init waits for the stub's
+        // exit (PDEATHSIG), and its own end releases the run.
+        Ok(status) if plan.init_outlives_stub => {
+            sys::end_all_others();
+            chan.exited(status);
+            sys::wait_to_be_killed()
+        }
+        Ok(status) => sys::exit_now(status),
+        Err(e) => chan.fail(Step::Wait, e),
     }
 }
 

@@ -13,16 +13,17 @@
 //!        │  (as upstream), in the stub's memory (sys::spawn_shared);
 //!        │  PDEATHSIG=KILL (checked against a parent already gone),
 //!        │  non-dumpable (the shared memory map's flag), / private, fresh
-//!        │  /proc, max_user_namespaces=0, starts the worker the way
-//!        │  posix_spawn does (sys::spawn_vfork), forwards the same
+//!        │  /proc, max_user_namespaces=0 (the worker, started first in
+//!        │  the same memory, sys::spawn_shared, makes its filters
+//!        │  meanwhile), opens the worker's gate, forwards the same
 //!        │  signals, reaps every child, exits with the worker's status;
 //!        │  under bubblewrap (`Plan::init_outlives_stub`) ends and reaps
 //!        │  the rest of its namespace, reports the status and waits for
 //!        │  the stub's exit to kill it, holding the run's mount namespace,
 //!        │  the memory and the guard's inotify instance till then
 //!        └─ worker, PID 2              worker.rs: no_new_privs, the unix
-//!                                      and namespaces filters,
-//!                                      execvp(command)
+//!                                      and namespaces filters, waits for
+//!                                      init's gate, execvp(command)
 //! ```
 //!
 //! On the capability-free way (capfree.rs) there are no namespaces, so no
@@ -50,7 +51,7 @@
 //! their own stacks, never allocate, and make system calls only through
 //! `sys`'s raw wrappers, which leave libc's errno alone: prctl
 //! (PDEATHSIG, no_new_privs), ppoll, mount, openat/write/close, mmap and
-//! mprotect (the worker's stack), clone, rt_sigprocmask,
+//! mprotect (the worker's stack), clone, futex (the gate), rt_sigprocmask,
 //! rt_sigtimedwait, kill, wait4, seccomp, sendmsg, execve (through
 //! execvp's search), write of an 8-byte report, `_exit`.
 //!
@@ -258,7 +259,13 @@ pub fn run(
                 sys::Stack::new(WORKER_STACK).map_err(|e| Error::setup(Step::ForkWorker, e))?;
             sys::spawn_vfork(&mut stack, 0, move || {
                 inner.chan.arm_parent_death(inner.stub_ends);
-                worker::run(inner.plan, inner.original, inner.chan, inner.listener_chan)
+                worker::run(
+                    inner.plan,
+                    inner.original,
+                    inner.chan,
+                    inner.listener_chan,
+                    None,
+                )
             })
             .map_err(|e| Error::setup(Step::ForkWorker, e))?
         }

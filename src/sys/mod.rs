@@ -26,6 +26,7 @@ use nix::errno::Errno;
 mod arena;
 mod exec;
 mod files;
+mod gate;
 mod raw;
 mod seccomp;
 mod signals;
@@ -38,6 +39,7 @@ pub use exec::*;
 static ALLOCATOR: arena::Arena<{ arena::SIZE }> = arena::Arena::new();
 
 pub use files::*;
+pub use gate::*;
 pub use raw::*;
 pub use seccomp::*;
 pub use signals::*;

@@ -1,8 +1,9 @@
 //! Process creation: `clone` with a call on a borrowed, guarded stack
-//! (`spawn_shared` makes init in the stub's memory, `spawn_vfork` the
-//! worker and the namespace probe), `_exit`, `fork` (the race tester), and
-//! the race tester's exiting thread. Called by the stub (init, the probe),
-//! by init (the worker) and by the race tester.
+//! (`spawn_shared` makes init in the stub's memory, and init's worker;
+//! `spawn_vfork` the capability-free way's worker and the namespace
+//! probe), `_exit`, `fork` (the race tester), and the race tester's
+//! exiting thread. Called by the stub (init, the probe), by init (the
+//! worker) and by the race tester.
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -236,7 +237,8 @@ pub fn spawn_vfork<F: FnOnce()>(
 
 /// Starts a child that runs on in this process's memory (`CLONE_VM`), with
 /// its own file table, signal handlers and mask, credentials and
-/// namespaces, while this process goes on: init, made this way, needs no
+/// namespaces, while this process goes on (init, and init's worker, which
+/// then waits at a [`Gate`] for init's mounts): init, made this way, needs no
 /// copy of the stub's page tables and leaves none to tear down, and the
 /// stub takes no copy-on-write faults after it.
 ///
