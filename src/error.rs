@@ -49,7 +49,6 @@ pub enum Step {
     DropPtrace,
     Landlock,
     Subreaper,
-    MountGuard,
     ProcessGroup,
     Foreground,
     ProcSysReadOnly,
@@ -58,7 +57,7 @@ pub enum Step {
 }
 
 impl Step {
-    const ALL: [Step; 31] = [
+    const ALL: [Step; 30] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -84,7 +83,6 @@ impl Step {
         Step::DropPtrace,
         Step::Landlock,
         Step::Subreaper,
-        Step::MountGuard,
         Step::ProcessGroup,
         Step::Foreground,
         Step::ProcSysReadOnly,
@@ -123,7 +121,6 @@ impl Step {
             Step::DropPtrace => "prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE)",
             Step::Landlock => "landlock_restrict_self",
             Step::Subreaper => "prctl(PR_SET_CHILD_SUBREAPER)",
-            Step::MountGuard => "the mount check's hand-over to init (socket)",
             Step::ProcessGroup => "setpgid(0, 0)",
             Step::Foreground => "tcsetpgrp(terminal, the command's group)",
             Step::ProcSysReadOnly => "mount(/proc/sys, MS_BIND|MS_RDONLY)",

@@ -163,7 +163,7 @@ impl Channel {
     /// table, asks for SIGKILL when the stub dies, and checks the stub did
     /// not die before that took effect (its end of this channel is then
     /// closed: POLLHUP). Raw calls only.
-    pub fn arm_parent_death(self, stub_ends: [Option<RawFd>; 3]) {
+    pub fn arm_parent_death(self, stub_ends: [Option<RawFd>; 2]) {
         for fd in stub_ends.into_iter().flatten() {
             sys::raw_close(fd);
         }

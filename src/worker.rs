@@ -10,8 +10,8 @@
 //! seccomp (the unix filter; the observe filter when the run is observed,
 //! whose listener goes to the stub with one sendmsg and is then closed;
 //! the namespaces filter, unless nesting is allowed), getpid and ioctl
-//! (TIOCSPGRP, on a terminal: terminal.rs), futex (init's gate, on the
-//! namespace way: init's mounts and checks done), execve (through
+//! (TIOCSPGRP, on a terminal: terminal.rs), futex (the gate, on the
+//! namespace way: init's mounts and the stub's mount check done), execve (through
 //! execvp's PATH search), and on failure a write of one report and
 //! `_exit`. On the capability-free way, `Channel::arm_parent_death` came
 //! first (close, prctl, ppoll). The environment was scrubbed before the
@@ -31,7 +31,7 @@ pub fn run(
     original_mask: SigSet,
     chan: Channel,
     listener_chan: Option<RawFd>,
-    gate: Option<&'static sys::Gate>,
+    gate: Option<(&'static sys::Gate, u32)>,
 ) -> ! {
     if let Err(e) = sys::set_sigmask(original_mask.as_ref()) {
         chan.fail(Step::Signals, e);
@@ -92,10 +92,10 @@ pub fn run(
         }
         let _ = sys::set_sigmask(original_mask.as_ref());
     }
-    // On the namespace way, init's mounts and checks are made meanwhile:
-    // the command runs only after all of them held.
-    if let Some(gate) = gate {
-        if let Err(e) = gate.wait() {
+    // On the namespace way, init's mounts (and the stub's mount guard
+    // check) are made meanwhile: the command runs only once each held.
+    if let Some((gate, keys)) = gate {
+        if let Err(e) = gate.wait(keys) {
             chan.fail(Step::Gate, e);
         }
     }

@@ -562,6 +562,7 @@ fn spawn_client(user: User, dir: &Path, mut cmd: Command) -> Child {
     cmd.env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", dir)
+        .env("TMPDIR", common::client_tmp())
         .env("SRT_DEBUG", "1")
         .current_dir(dir)
         .stdin(Stdio::null())

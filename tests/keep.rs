@@ -97,6 +97,7 @@ fn srt(user: User, dir: &Path, settings: &Path, script: &str) -> Command {
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", home(user))
+        .env("TMPDIR", common::client_tmp())
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -90,6 +90,7 @@ fn srt(package: &Path, user: User, home: &Path, script: &str) -> Output {
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", home)
+        .env("TMPDIR", common::client_tmp())
         .env("SRT_DEBUG", "1")
         .current_dir(home.join("project"))
         .stdin(Stdio::null());

@@ -116,6 +116,7 @@ fn run_with(user: As, work: &Path, mut cmd: Command, env: &[(&str, &str)]) -> Ou
     cmd.env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", work)
+        .env("TMPDIR", common::client_tmp())
         .env("SRT_DEBUG", "1")
         .envs(env.iter().copied())
         .current_dir(work)

@@ -17,13 +17,15 @@
 //! watches the folders on the way to each destination for names moved or
 //! removed (renames.rs: inotify) and checks that each destination is
 //! still the root of a mount (`statx`, `STATX_ATTR_MOUNT_ROOT`: one call
-//! each), while init makes its mounts; init, once they are made and the
-//! stub has said it checked, takes the mount table's changes so far and
-//! looks at the mounted destinations again ([`recheck_after_mounts`]), so
-//! that init's own mounts wake no check and the worker waits for nothing.
-//! During the run the stub polls the namespace's `mountinfo`
-//! (POLLPRI on every change of the mount table; it is never read) and the
-//! watches; [`Guard::changed`] and [`Guard::renamed`] look again: an
+//! each), while init makes its mounts and the worker its filters; the
+//! worker execs only once this check held (the stub's key of the gate:
+//! supervise/mod.rs). During the run the stub polls `mountinfo` (POLLPRI
+//! on every change of the mount table; it is never read) and the
+//! watches. That `mountinfo` is bubblewrap's mount namespace's, opened
+//! before the helper makes its own (pid1.rs): a host's unlink or rename
+//! over a placeholder detaches its mounts in every namespace, so it fires
+//! there as in the helper's, while init's own mounts, made in the
+//! helper's namespace, wake no check; [`Guard::changed`] and [`Guard::renamed`] look again: an
 //! unlinked placeholder is gone, a file renamed over a self-bound one is a
 //! plain file, a path renamed away is something else or nothing, and
 //! either way the path is no mount root any more. A new mount stacked on a
@@ -38,14 +40,11 @@
 //! mount point unmounted and removed) detach mounts in every namespace.
 
 use std::ffi::{CStr, CString, OsString};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::OnceLock;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, openat};
 use nix::sys::inotify::Inotify;
-use nix::sys::stat::Mode;
 
 use crate::bwrap_args::{self, Mount};
 use crate::sys;
@@ -114,27 +113,6 @@ fn holds_at(path: &CStr) -> Option<bool> {
     }
 }
 
-/// The destinations [`Guard::check`] found mounted, for init to look at
-/// again after its own mounts: `(path, index into the watched)`. Set once,
-/// by the stub, before its byte on the hand-over socket; read by init after
-/// it (the stub's memory is init's: [`sys::spawn_shared`]).
-static CHECKED: OnceLock<Box<[(CString, usize)]>> = OnceLock::new();
-
-/// Init, once its mounts are made and the stub has checked: takes the
-/// mount table's changes so far on `mountinfo` (the stub's open file, so
-/// its poll then wakes only for later ones), then looks at the checked
-/// destinations again; the index of the first that is no mount root any
-/// more. A loss before the mark, this sees; one after it, the stub's poll.
-/// Raw calls only, no allocation: init runs this.
-pub fn recheck_after_mounts(mountinfo: RawFd) -> Option<usize> {
-    let _ = sys::take_mount_changes(mountinfo);
-    CHECKED
-        .get()?
-        .iter()
-        .find(|(path, _)| holds_at(path) == Some(false))
-        .map(|&(_, i)| i)
-}
-
 /// What the guard watches, and how it knew.
 pub struct Guard {
     proc_dir: OwnedFd,
@@ -155,7 +133,7 @@ impl Guard {
     /// `init_holds` the rename watches' inotify instance; elsewhere says
     /// why there is nothing to guard. Before init starts: init mounts a
     /// new `/proc` over the shared one, and takes a copy of the instance.
-    pub fn open(pid1: Pid1, init_holds: bool) -> Result<Guard, String> {
+    pub fn open(mut pid1: Pid1, init_holds: bool) -> Result<Guard, String> {
         if !pid1.is_bubblewrap() {
             return Err(
                 "PID 1 is not bubblewrap: nothing says which mounts protect anything".into(),
@@ -166,13 +144,11 @@ impl Guard {
         if !matches!(sys::is_mount_root(c"/"), Ok(Some(true))) {
             return Err("the kernel does not tell mount roots (statx, Linux 5.8)".into());
         }
-        let fd = openat(
-            proc_dir.as_fd(),
-            "thread-self/mountinfo",
-            OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| format!("/proc/thread-self/mountinfo: {}", e.desc()))?;
+        let fd = match pid1.take_mountinfo() {
+            Some(Ok(fd)) => fd,
+            Some(Err(e)) => return Err(format!("/proc/thread-self/mountinfo: {}", e.desc())),
+            None => return Err("bubblewrap's mountinfo was not opened".into()),
+        };
         // Refused here, the start refuses the run with the same words.
         let for_init = init_holds.then(renames::instance).and_then(Result::ok);
         Ok(Guard {
@@ -271,39 +247,22 @@ impl Guard {
     }
 
     /// After [`Guard::start`]: reports a required destination that is not
-    /// mounted, and leaves the mounted ones for init to look at again
-    /// after its own mounts ([`recheck_after_mounts`]).
+    /// mounted; the mounted ones are watched from then on.
     pub fn check(&mut self) -> Result<(), Lost> {
-        let mut checked = Vec::new();
-        for (i, w) in self.watched.iter_mut().enumerate() {
+        for w in self.watched.iter_mut() {
             let Ok(path) = CString::new(w.point.clone()) else {
                 self.found.unchecked += 1;
                 continue;
             };
             match holds_at(&path) {
-                Some(true) => {
-                    w.active = true;
-                    checked.push((path, i));
-                }
+                Some(true) => w.active = true,
                 Some(false) if w.optional => {}
                 Some(false) => return Err(Lost::at(&w.point, Some(w.made_by.clone()), true)),
                 None => self.found.unchecked += 1,
             }
         }
-        CHECKED
-            .set(checked.into_boxed_slice())
-            .map_err(|_| Lost::unwatchable("the guard checked twice".into()))?;
         self.found.took = self.found.began.map(|t| t.elapsed()).unwrap_or_default();
         Ok(())
-    }
-
-    /// What init found ([`recheck_after_mounts`]): the watched destination
-    /// `index` was gone before the command started.
-    pub fn lost_before_start(&self, index: usize) -> Lost {
-        match self.watched.get(index) {
-            Some(w) => Lost::at(&w.point, Some(w.made_by.clone()), true),
-            None => Lost::unwatchable(format!("init named destination {index}, not watched")),
-        }
     }
 
     /// The first of `these` watched destinations that is no mount root

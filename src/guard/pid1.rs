@@ -4,7 +4,7 @@
 //! namespaces.
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 
 use nix::errno::Errno;
@@ -35,6 +35,10 @@ pub(super) fn cmdline(proc_dir: BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> 
 /// sandbox cannot be it nor rename it.
 pub struct Pid1 {
     bubblewrap: bool,
+    /// Under bubblewrap, its mount namespace's `mountinfo`, opened here,
+    /// before the helper's own namespace: the guard polls it for changes
+    /// of bubblewrap's mount table (guard/mod.rs says why that one).
+    mountinfo: Option<Result<OwnedFd, Errno>>,
 }
 
 impl Pid1 {
@@ -49,7 +53,21 @@ impl Pid1 {
         let mut comm = [0u8; 32];
         let bubblewrap = sys::read_head(c"/proc/1/comm", &mut comm)
             .is_ok_and(|n| comm[..n].strip_suffix(b"\n") == Some(b"bwrap"));
-        Pid1 { bubblewrap }
+        let mountinfo = bubblewrap.then(|| {
+            sys::open_path(
+                c"/proc/thread-self/mountinfo",
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        });
+        Pid1 {
+            bubblewrap,
+            mountinfo,
+        }
+    }
+
+    /// The `mountinfo` of bubblewrap's mount namespace (see the field).
+    pub(super) fn take_mountinfo(&mut self) -> Option<Result<OwnedFd, Errno>> {
+        self.mountinfo.take()
     }
 
     pub fn is_bubblewrap(&self) -> bool {

@@ -4,9 +4,9 @@
 //! arms PDEATHSIG, starts the worker (in the same memory, which makes its
 //! filters meanwhile and waits at a gate), makes `/` private, mounts
 //! `/proc` (where refused, binds the caller's read-only), sets the
-//! namespace limit, binds `/proc/sys` read-only, looks at the mount
-//! guard's destinations again, opens the worker's gate only if all of
-//! that held (else it exits, and with PID 1 the worker ends, unrun),
+//! namespace limit, binds `/proc/sys` read-only, turns its key of the
+//! worker's gate only if all of that held (else it exits, and with PID 1
+//! the worker ends, unrun),
 //! relays the forwarded signals, reaps every
 //! child and exits with the worker's status; or, where it outlives the
 //! stub (`Plan::init_outlives_stub`), ends and reaps every other process
@@ -32,12 +32,12 @@ pub(super) struct InitArgs {
     pub(super) original: SigSet,
     pub(super) chan: Channel,
     pub(super) listener_chan: Option<RawFd>,
-    /// The stub's ends of the channels and of the check's hand-over
-    /// socket: init's (or the worker's) copies are closed.
-    pub(super) stub_ends: [Option<RawFd>; 3],
-    /// The mount guard's: init's end of the hand-over socket, and the
-    /// stub's `mountinfo` (guard/).
-    pub(super) guard: Option<(RawFd, RawFd)>,
+    /// The stub's ends of the channels: init's (or the worker's) copies
+    /// are closed.
+    pub(super) stub_ends: [Option<RawFd>; 2],
+    /// The keys the worker's gate needs ([`GATE`]): init's, and the
+    /// stub's where the mount guard checks before the start.
+    pub(super) keys: u32,
 }
 
 /// PID 1 of the new PID namespace. Never returns. Runs in the stub's
@@ -51,19 +51,19 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
         chan,
         listener_chan,
         stub_ends,
-        guard,
+        keys,
     } = args;
     chan.arm_parent_death(stub_ends);
     // The worker starts now and makes its last steps (the filters, ~25 us
     // of the kernel's each, the terminal) while init mounts; it execs once
-    // the gate opens, after every step below held. Any `chan.fail` below
+    // init has turned its key of the gate, after every step below held
+    // (and the stub its own, for the mount guard). Any `chan.fail` below
     // exits init, and the end of PID 1 kills the waiting worker. Its
     // stack: a raw mmap in the shared memory, never unmapped (init exits,
     // and the stub soon after).
-    static GATE: sys::Gate = sys::Gate::new();
     let worker = sys::Stack::new(WORKER_STACK).and_then(|stack| {
         sys::spawn_shared(stack, move || {
-            worker::run(plan, original, chan, listener_chan, Some(&GATE));
+            worker::run(plan, original, chan, listener_chan, Some((&GATE, keys)));
         })
     });
     let worker = match worker {
@@ -115,13 +115,9 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     if let Err(e) = read_only_bind(c"/proc/sys", false) {
         chan.fail(Step::ProcSysReadOnly, e);
     }
-    // The mount guard (guard/): once the stub has checked, these mounts
-    // are taken as seen and the destinations looked at again; the worker
-    // starts only if they all held.
-    if let Some((go, mountinfo)) = guard {
-        recheck(&chan, go, mountinfo);
-    }
-    if let Err(e) = GATE.open() {
+    // init's key; the stub turns its own once the mount guard's check
+    // held (supervise/mod.rs).
+    if let Err(e) = GATE.turn() {
         chan.fail(Step::Gate, e);
     }
     // With job control, the command's stops go to the stub, which stops
@@ -140,34 +136,6 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
         }
         Ok(status) => sys::exit_now(status),
         Err(e) => chan.fail(Step::Wait, e),
-    }
-}
-
-/// The mount guard's second look, after init's mounts: waits for the
-/// stub's byte (its check is done; none: the stub refused the run or
-/// ended), then answers `m` (all held) or `l` and the index of the first
-/// destination that did not, and exits unrun.
-fn recheck(chan: &Channel, go: RawFd, mountinfo: RawFd) {
-    let mut byte = [0u8; 1];
-    loop {
-        match sys::raw_read(go, &mut byte) {
-            Ok(1) => break,
-            Ok(_) => sys::exit_now(EXIT_SETUP),
-            Err(Errno::EINTR) => {}
-            Err(e) => chan.fail(Step::MountGuard, e),
-        }
-    }
-    match crate::guard::recheck_after_mounts(mountinfo) {
-        None => {
-            if let Err(e) = sys::raw_write(go, b"m") {
-                chan.fail(Step::MountGuard, e);
-            }
-        }
-        Some(index) => {
-            let i = (index as u32).to_le_bytes();
-            let _ = sys::raw_write(go, &[b'l', i[0], i[1], i[2], i[3]]);
-            sys::exit_now(EXIT_SETUP);
-        }
     }
 }
 

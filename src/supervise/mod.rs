@@ -3,8 +3,9 @@
 //! ```text
 //! caller (bwrap's shell, srt, a library)
 //!  └─ apply-seccomp: outer stub        caller's PID namespace; non-dumpable
-//!     │  before init starts; then no_new_privs, the unix and namespaces
-//!     │  rules on itself in one filter (while init works); forwards
+//!     │  before init starts; under bubblewrap the mount guard's check
+//!     │  (its key of the worker's gate); then no_new_privs, the unix and
+//!     │  namespaces rules on itself in one filter (while init works); forwards
 //!     │  TERM INT HUP QUIT USR1 USR2, reaps its child (or, under
 //!     │  bubblewrap, takes init's status report), prints the reports the
 //!     │  inner processes send over the control channel, exits with the
@@ -15,7 +16,7 @@
 //!        │  non-dumpable (the shared memory map's flag), / private, fresh
 //!        │  /proc, max_user_namespaces=0 (the worker, started first in
 //!        │  the same memory, sys::spawn_shared, makes its filters
-//!        │  meanwhile), opens the worker's gate, forwards the same
+//!        │  meanwhile), turns its key of the worker's gate, forwards the same
 //!        │  signals, reaps every child, exits with the worker's status;
 //!        │  under bubblewrap (`Plan::init_outlives_stub`) ends and reaps
 //!        │  the rest of its namespace, reports the status and waits for
@@ -23,7 +24,7 @@
 //!        │  the memory and the guard's inotify instance till then
 //!        └─ worker, PID 2              worker.rs: no_new_privs, the unix
 //!                                      and namespaces filters, waits for
-//!                                      init's gate, execvp(command)
+//!                                      the gate's keys, execvp(command)
 //! ```
 //!
 //! On the capability-free way (capfree.rs) there are no namespaces, so no
@@ -64,9 +65,8 @@
 //! mount guard, job control); init.rs is init. The types the worker shares
 //! with them are in plan.rs.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
-use nix::errno::Errno;
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
@@ -85,7 +85,7 @@ mod init;
 mod serve;
 
 use init::{InitArgs, inner_init};
-use serve::{Job, end_leftovers, init_answer, read_reports, supervise};
+use serve::{Job, end_leftovers, read_reports, supervise};
 
 /// Signals relayed from the stub to init and from init to the worker.
 pub const FORWARDED: [Signal; 6] = [
@@ -102,6 +102,11 @@ pub const FORWARDED: [Signal; 6] = [
 const WORKER_STACK: usize = 128 * 1024;
 /// init's stack: the worker's start and the signal loop, shallow.
 const INIT_STACK: usize = 64 * 1024;
+
+/// The gate before the worker's exec on the namespace way: init turns a
+/// key once its mounts held, the stub another once the mount guard's
+/// check held (where the guard is on).
+static GATE: sys::Gate = sys::Gate::new();
 
 /// What the run came to.
 pub struct Outcome {
@@ -186,27 +191,14 @@ pub fn run(
     // On the capability-free way the stub checks before the worker
     // starts (it sleeps while the worker runs to its exec, and the run
     // makes no mounts of its own); on the namespace way it checks while
-    // init mounts, and init looks again after its mounts.
+    // init mounts and the worker makes its filters, and turns its key of
+    // the worker's gate once the check held.
     if let (Way::CapabilityFree { .. }, Some(g)) = (plan.way, guard.as_mut()) {
         if let Err(lost) = g.start().and_then(|()| g.check()) {
             return Ok(refused_before_start(lost, observer, observe_errors, &ours));
         }
     }
-    // The check's hand-over: the stub's byte to init (it has checked),
-    // init's answer (the destinations held after its mounts, or the first
-    // that did not).
-    let go = match (plan.way, &guard) {
-        (Way::Namespaces { .. }, Some(_)) => Some(
-            socketpair(
-                AddressFamily::Unix,
-                SockType::SeqPacket,
-                None,
-                SockFlag::SOCK_CLOEXEC,
-            )
-            .map_err(|e| Error::setup(Step::MountGuard, e))?,
-        ),
-        _ => None,
-    };
+    let guard_key = matches!((plan.way, &guard), (Way::Namespaces { .. }, Some(_)));
     // The caller's terminal: the command's group gets its foreground if
     // the stub's group has it, and its stops are passed up (terminal.rs).
     let terminal = Terminal::open();
@@ -227,12 +219,8 @@ pub fn run(
         stub_ends: [
             Some(ours.as_raw_fd()),
             listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
-            go.as_ref().map(|(stub_end, _)| stub_end.as_raw_fd()),
         ],
-        guard: go
-            .as_ref()
-            .zip(guard.as_ref())
-            .map(|((_, inner), g)| (inner.as_raw_fd(), g.fd().as_raw_fd())),
+        keys: 1 + u32::from(guard_key),
     };
     let child = match plan.way {
         Way::Namespaces { limit_userns } => {
@@ -272,43 +260,35 @@ pub fn run(
     };
     drop(theirs);
     // Init's and the worker's copies alone: their end comes with theirs.
-    let go = go.map(|(stub_end, inner)| {
-        drop(inner);
-        stub_end
-    });
     let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
         drop(inner_end);
         stub_end
     });
     let child = Pid::from_raw(child);
-    // The watches and the check while init mounts; then the stub's byte
-    // (EPIPE: init ended first; the run's end says why).
-    let mut handed = None;
-    if let (Some(go), Some(g)) = (go, guard.as_mut()) {
-        let verdict = match g.start().and_then(|()| g.check()) {
-            Err(lost) => Ok(Some(lost)),
-            Ok(()) => match sys::raw_write(go.as_raw_fd(), b"c") {
-                Ok(_) | Err(Errno::EPIPE) => {
-                    // init, often on this CPU (the yield above), waits
-                    // for this byte: it goes on now rather than after
-                    // the stub's filter install (paired A/B under
-                    // bubblewrap, 1500-2000 rounds, three runs: 0.988,
-                    // 0.994, 0.996 of the build without).
-                    std::thread::yield_now();
-                    Ok(None)
-                }
-                Err(e) => Err(Error::setup(Step::MountGuard, e)),
-            },
+    // The watches and the check while init mounts; then the stub's key.
+    // A loss ends init, and the waiting worker with it, unrun. A loss
+    // after the check is the poll's (serve.rs): it wakes first for init's
+    // own mounts, and finds them all held.
+    if let (true, Some(g)) = (guard_key, guard.as_mut()) {
+        let verdict = g.start().and_then(|()| g.check());
+        let turned = match verdict {
+            Ok(()) => GATE.turn().map_err(|e| Error::setup(Step::Gate, e)),
+            Err(_) => Ok(()),
         };
-        if matches!(verdict, Ok(None)) {
-            handed = Some(go);
-        } else {
+        if verdict.is_err() || turned.is_err() {
             let _ = kill(child, Signal::SIGKILL);
             let _ = waitpid(child, None);
         }
-        if let Some(lost) = verdict? {
+        if let Err(lost) = verdict {
             return Ok(refused_before_start(lost, observer, observe_errors, &ours));
         }
+        turned?;
+        // The worker, often on this CPU, waits for this key: it goes on
+        // now rather than after the stub's filter install (paired A/B
+        // under bubblewrap, 1500-2000 rounds, three runs, with init
+        // waiting for a byte in its place: 0.988, 0.994, 0.996 of the
+        // build without).
+        std::thread::yield_now();
     }
     if let Some(g) = guard.as_ref().filter(|_| debug) {
         guard_note = g.summary();
@@ -321,23 +301,6 @@ pub fn run(
         let _ = kill(child, Signal::SIGKILL);
         let _ = waitpid(child, None);
         return Err(e);
-    }
-    // Init's answer, before the stub first polls the mount table (init's
-    // mounts are then seen). No answer: init ended; its report says why.
-    if let (Some(go), Some(g)) = (handed, guard.as_ref()) {
-        let answer = init_answer(go.as_fd());
-        if !matches!(answer, Ok(None)) {
-            let _ = kill(child, Signal::SIGKILL);
-            let _ = waitpid(child, None);
-        }
-        match answer {
-            Ok(None) => {}
-            Ok(Some(index)) => {
-                let lost = g.lost_before_start(index);
-                return Ok(refused_before_start(lost, observer, observe_errors, &ours));
-            }
-            Err(e) => return Err(Error::setup(Step::MountGuard, e)),
-        }
     }
     let guard = guard.filter(Guard::watching);
     let observed = observer.as_deref_mut().zip(listener_chan);

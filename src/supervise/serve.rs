@@ -367,22 +367,3 @@ pub(super) fn read_reports(ours: &OwnedFd) -> Vec<Report> {
     }
     reports
 }
-
-/// Init's answer on the check's hand-over socket: `None` when the
-/// destinations held after its mounts, or when init ended first (its
-/// report says why); else the index of the first that did not.
-pub(super) fn init_answer(go: BorrowedFd<'_>) -> Result<Option<usize>, Errno> {
-    let mut msg = [0u8; 8];
-    loop {
-        return match sys::raw_read(go.as_raw_fd(), &mut msg) {
-            Err(Errno::EINTR) => continue,
-            Err(e) => Err(e),
-            Ok(0) => Ok(None),
-            Ok(1) if msg[0] == b'm' => Ok(None),
-            Ok(5) if msg[0] == b'l' => Ok(Some(
-                u32::from_le_bytes([msg[1], msg[2], msg[3], msg[4]]) as usize,
-            )),
-            Ok(_) => Err(Errno::EPROTO),
-        };
-    }
-}

@@ -1,7 +1,9 @@
-//! The gate between init and its worker (a futex word in static memory):
-//! init opens it once its mounts and checks have held, the worker waits
-//! at it before its exec. Called by init and the worker, which share the
-//! stub's memory: raw calls only.
+//! The gate before the worker's exec (a futex word in static memory):
+//! each party that must agree to the command's start turns one key
+//! (init once its mounts held; the stub, where the mount guard is on,
+//! once its check held), and the worker waits at the gate until every
+//! key is turned. Called by the stub, init and the worker, which share
+//! the stub's memory: raw calls only.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -9,12 +11,10 @@ use nix::errno::Errno;
 
 use super::*;
 
-/// A one-way gate between processes that share this memory: one waits
-/// until the other opens it. init starts the worker before its mounts and
-/// opens the gate after them; the worker makes its last steps meanwhile
-/// and execs only once the gate is open. Should init end first, so does
-/// the worker (the end of PID 1 kills the namespace). Raw futex calls, on
-/// a word in static memory.
+/// A gate that opens once `keys` parties have each turned their key. A
+/// party that cannot agree never turns it and ends the run instead (init
+/// by exiting, the stub by killing init): the end of PID 1 kills the
+/// waiting worker unrun.
 pub struct Gate(AtomicU32);
 
 impl Gate {
@@ -22,11 +22,10 @@ impl Gate {
         Gate(AtomicU32::new(0))
     }
 
-    /// Opens the gate and wakes the waiter. An error (none is expected)
-    /// means a waiter may sleep on: the caller must not go on as if the
-    /// gate were open.
-    pub fn open(&self) -> Result<(), Errno> {
-        self.0.store(1, Ordering::Release);
+    /// Turns one key and wakes the waiter. An error (none is expected)
+    /// means the waiter may sleep on: the caller must end the run.
+    pub fn turn(&self) -> Result<(), Errno> {
+        self.0.fetch_add(1, Ordering::Release);
         // SAFETY: FUTEX_WAKE reads no memory through the word's address
         // (it names the futex); the other arguments are numbers.
         raw_result(unsafe {
@@ -45,11 +44,15 @@ impl Gate {
         .map(drop)
     }
 
-    /// Returns once the gate is open; an error other than the word having
-    /// changed (EAGAIN) or a signal (EINTR) is returned, and the caller
-    /// must not take the gate as open.
-    pub fn wait(&self) -> Result<(), Errno> {
-        while self.0.load(Ordering::Acquire) == 0 {
+    /// Returns once `keys` keys are turned; an error other than the word
+    /// having changed meanwhile (EAGAIN) or a signal (EINTR) is returned,
+    /// and the caller must not take the gate as open.
+    pub fn wait(&self, keys: u32) -> Result<(), Errno> {
+        loop {
+            let turned = self.0.load(Ordering::Acquire);
+            if turned >= keys {
+                return Ok(());
+            }
             // SAFETY: FUTEX_WAIT reads the aligned u32 behind the address,
             // a static valid for the whole run; no timeout (null).
             let ret = raw_result(unsafe {
@@ -58,7 +61,7 @@ impl Gate {
                     [
                         self.0.as_ptr() as usize,
                         (libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG) as usize,
-                        0,
+                        turned as usize,
                         0,
                         0,
                         0,
@@ -70,6 +73,5 @@ impl Gate {
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
     }
 }

@@ -250,18 +250,6 @@ fn hang_ups(fd: RawFd, timeout: Option<&libc::timespec>) -> Result<libc::c_short
     poll_one(fd, 0, timeout)
 }
 
-/// Takes the mount table's changes so far as seen on `fd` (a `mountinfo`
-/// file): a poll that reports one (POLLPRI) moves the open file's mark to
-/// the table as it is, for every descriptor of that file. Zero timeout;
-/// raw (init calls it).
-pub fn take_mount_changes(fd: RawFd) -> Result<(), Errno> {
-    let now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    poll_one(fd, libc::POLLPRI, Some(&now)).map(drop)
-}
-
 /// Whether the other end of the socket `fd` is closed: reported at once
 /// (a zero timeout), POLLHUP or POLLERR alone.
 pub fn peer_closed(fd: RawFd) -> Result<bool, Errno> {

@@ -319,6 +319,22 @@ pub fn probe_results(out: &str) -> std::collections::BTreeMap<String, String> {
 /// registry into the fixture (never committed): the folder holding
 /// `node_modules/@anthropic-ai/sandbox-runtime`, or a skip.
 /// `APPLY_SECCOMP_SRT_VERSION` overrides the release (default 0.0.83).
+/// The client's temporary folder (`TMPDIR`): srt names its proxy sockets
+/// by its PID there (`srt-mux-<pid>-0.sock`) and leaves some behind; in
+/// `/tmp` a later client, as another user and with a reused PID, then
+/// failed to listen (EADDRINUSE). Here, one sticky folder for every user,
+/// removed with the fixture.
+pub fn client_tmp() -> &'static Path {
+    static T: OnceLock<PathBuf> = OnceLock::new();
+    T.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = fixture().dir.join("client-tmp");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        dir
+    })
+}
+
 pub fn srt_package() -> Option<&'static Path> {
     static P: OnceLock<Option<PathBuf>> = OnceLock::new();
     P.get_or_init(|| {
