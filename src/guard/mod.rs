@@ -25,10 +25,11 @@
 //! before the helper makes its own (pid1.rs): a host's unlink or rename
 //! over a placeholder detaches its mounts in every namespace, so it fires
 //! there as in the helper's, while init's own mounts, made in the
-//! helper's namespace, wake no check; [`Guard::changed`] and [`Guard::renamed`] look again: an
-//! unlinked placeholder is gone, a file renamed over a self-bound one is a
-//! plain file, a path renamed away is something else or nothing, and
-//! either way the path is no mount root any more. A new mount stacked on a
+//! helper's namespace, wake no check. [`Guard::changed`] and
+//! [`Guard::renamed`] look again: an unlinked placeholder is gone, a file
+//! renamed over a self-bound one is a plain file, a path renamed away is
+//! something else or nothing, and either way the path is no mount root
+//! any more. A new mount stacked on a
 //! destination (init's fresh `/proc`) leaves it one. The stub then stops
 //! the command.
 //!

@@ -6,8 +6,7 @@
 //! `/proc` (where refused, binds the caller's read-only), sets the
 //! namespace limit, binds `/proc/sys` read-only, turns its key of the
 //! worker's gate only if all of that held (else it exits, and with PID 1
-//! the worker ends, unrun),
-//! relays the forwarded signals, reaps every
+//! the worker ends, unrun), relays the forwarded signals, reaps every
 //! child and exits with the worker's status; or, where it outlives the
 //! stub (`Plan::init_outlives_stub`), ends and reaps every other process
 //! of the namespace, reports the status and waits for the stub's exit to
