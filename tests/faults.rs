@@ -358,6 +358,15 @@ fn check_invariant(t: &Traced, way: Way, what: &str) -> Result<bool, String> {
     Ok(ran)
 }
 
+/// strace, with the probe built (the traced runs' command), or a skip.
+fn strace_and_probe() -> Option<std::path::PathBuf> {
+    let Some(strace) = common::which("strace") else {
+        common::skip("strace is not installed");
+        return None;
+    };
+    fixture().probe().map(|_| strace)
+}
+
 /// init starts the worker before its mounts (supervise/init.rs): a mount
 /// refused after that must still stop the run before the command. The
 /// third mount of init is `/proc/sys`'s read-only bind; the log shows the
@@ -365,13 +374,9 @@ fn check_invariant(t: &Traced, way: Way, what: &str) -> Result<bool, String> {
 /// helper's follows.
 #[test]
 fn a_mount_refused_after_the_worker_started_stops_the_command() {
-    let Some(strace) = common::which("strace") else {
-        common::skip("strace is not installed");
+    let Some(strace) = strace_and_probe() else {
         return;
     };
-    if fixture().probe().is_none() {
-        return;
-    }
     for nobody in [false, true] {
         if !nobody && !common::is_root() {
             continue;
@@ -424,13 +429,9 @@ fn a_mount_refused_after_the_worker_started_stops_the_command() {
 
 #[test]
 fn every_setup_fault_fails_closed() {
-    let Some(strace) = common::which("strace") else {
-        common::skip("strace is not installed");
+    let Some(strace) = strace_and_probe() else {
         return;
     };
-    if fixture().probe().is_none() {
-        return;
-    }
     let mut runs = Vec::new();
     for way in WAYS {
         for place in [Place::Host, Place::Bwrap] {

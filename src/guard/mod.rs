@@ -134,7 +134,7 @@ impl Guard {
     /// `init_holds` the rename watches' inotify instance; elsewhere says
     /// why there is nothing to guard. Before init starts: init mounts a
     /// new `/proc` over the shared one, and takes a copy of the instance.
-    pub fn open(mut pid1: Pid1, init_holds: bool) -> Result<Guard, String> {
+    pub fn open(pid1: Pid1, init_holds: bool) -> Result<Guard, String> {
         if !pid1.is_bubblewrap() {
             return Err(
                 "PID 1 is not bubblewrap: nothing says which mounts protect anything".into(),
@@ -145,7 +145,7 @@ impl Guard {
         if !matches!(sys::is_mount_root(c"/"), Ok(Some(true))) {
             return Err("the kernel does not tell mount roots (statx, Linux 5.8)".into());
         }
-        let fd = match pid1.take_mountinfo() {
+        let fd = match pid1.into_mountinfo() {
             Some(Ok(fd)) => fd,
             Some(Err(e)) => return Err(format!("/proc/thread-self/mountinfo: {}", e.desc())),
             None => return Err("bubblewrap's mountinfo was not opened".into()),

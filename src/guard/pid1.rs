@@ -66,8 +66,8 @@ impl Pid1 {
     }
 
     /// The `mountinfo` of bubblewrap's mount namespace (see the field).
-    pub(super) fn take_mountinfo(&mut self) -> Option<Result<OwnedFd, Errno>> {
-        self.mountinfo.take()
+    pub(super) fn into_mountinfo(self) -> Option<Result<OwnedFd, Errno>> {
+        self.mountinfo
     }
 
     pub fn is_bubblewrap(&self) -> bool {

@@ -267,8 +267,8 @@ pub fn run(
     let child = Pid::from_raw(child);
     // The watches and the check while init mounts; then the stub's key.
     // A loss ends init, and the waiting worker with it, unrun. A loss
-    // after the check is the poll's (serve.rs): it wakes first for init's
-    // own mounts, and finds them all held.
+    // after the check is the poll's (serve.rs), on bubblewrap's mount
+    // table, which init's own mounts leave alone.
     if let (true, Some(g)) = (guard_key, guard.as_mut()) {
         let verdict = g.start().and_then(|()| g.check());
         let turned = match verdict {
