@@ -54,10 +54,11 @@ pub enum Step {
     ProcSysReadOnly,
     ProcReadOnly,
     Gate,
+    Cpus,
 }
 
 impl Step {
-    const ALL: [Step; 30] = [
+    const ALL: [Step; 31] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -88,6 +89,7 @@ impl Step {
         Step::ProcSysReadOnly,
         Step::ProcReadOnly,
         Step::Gate,
+        Step::Cpus,
     ];
 
     pub fn from_u8(v: u8) -> Option<Step> {
@@ -126,6 +128,7 @@ impl Step {
             Step::ProcSysReadOnly => "mount(/proc/sys, MS_BIND|MS_RDONLY)",
             Step::ProcReadOnly => "mount(/proc, MS_BIND|MS_REC|MS_RDONLY)",
             Step::Gate => "futex(the worker's gate)",
+            Step::Cpus => "sched_setaffinity(the caller's CPUs back)",
         }
     }
 }

@@ -674,3 +674,33 @@ fn refusals_name_their_own_cause() {
         common::skip("util-linux unshare and setpriv are not installed");
     }
 }
+
+/// init starts on the stub's CPU (supervise/mod.rs) and gives itself the
+/// caller's CPUs back before the worker starts: the command runs on the
+/// CPUs its caller had, on every way, place and user.
+#[test]
+fn the_command_runs_on_the_callers_cpus() {
+    let show = "grep Cpus_allowed_list /proc/self/status";
+    let helper_path = fixture().helper.to_string_lossy().into_owned();
+    for (way, place, user) in common::ways_matrix() {
+        let what = format!("{way:?} {place:?} {user:?}");
+        let helper_args = way.args::<&str>(&[]).join(" ");
+        let plain = helper_free(place, user, &format!("exec /bin/sh -c '{show}'"));
+        let want = status_field(&stdout(&plain), "Cpus_allowed_list").map(str::to_owned);
+        let Some(want) = want else {
+            panic!("{what}: {}", stdout(&plain));
+        };
+        if !want.contains(['-', ',']) {
+            common::skip("one CPU: the helper keeps no CPU for init's start");
+            return;
+        }
+        let wrapped = helper_free(
+            place,
+            user,
+            &format!("exec {helper_path} {helper_args} /bin/sh -c '{show}'"),
+        );
+        let text = stdout(&wrapped);
+        let got = status_field(&text, "Cpus_allowed_list");
+        assert_eq!(got, Some(want.as_str()), "{what}: {}", stderr(&wrapped));
+    }
+}

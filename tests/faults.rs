@@ -116,7 +116,7 @@ fn eperm_fails_closed_with_the_hint() {
 /// the C library picks between equivalent syscalls (musl opens with `open`
 /// and forks with `fork` on x86_64, glibc uses `openat` and `clone`), the
 /// entry names them all, `|`-separated, and each one made is injected.
-const SETUP_CALLS: [(&str, &str); 21] = [
+const SETUP_CALLS: [(&str, &str); 23] = [
     ("unshare", "EPERM"),
     ("unshare", "EINVAL"),
     ("openat|open", "EACCES"),
@@ -140,6 +140,10 @@ const SETUP_CALLS: [(&str, &str); 21] = [
     // init's gate for the worker (sys::Gate): its wake, and the worker's
     // wait where the worker gets there first.
     ("futex", "EINVAL"),
+    // init's start on the stub's CPU (supervise/mod.rs): the stub's read
+    // of its CPUs, its pin and its own CPUs back, init's CPUs back.
+    ("sched_getaffinity", "EINVAL"),
+    ("sched_setaffinity", "EINVAL"),
 ];
 
 /// One setting of the fault runs: the way in, on the host or inside
@@ -491,4 +495,55 @@ fn every_setup_fault_fails_closed() {
         "only {failed_closed} faults stopped the command"
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The CPUs a process may run on, as `/proc/PID/status` lists them.
+fn cpus_of(status: &str) -> Option<String> {
+    status_field(status, "Cpus_allowed_list").map(str::to_string)
+}
+
+/// init starts on the stub's CPU (supervise/mod.rs): the stub keeps itself
+/// on one CPU around init's clone, init gives itself the caller's CPUs
+/// back before the worker starts. A refused read of the CPUs or pin (the
+/// stub's call 1 of each) leaves everything as it was; a refused return of
+/// the stub's own CPUs (its call 2) leaves only the stub on one CPU. In
+/// every case the command runs on the caller's CPUs.
+#[test]
+fn a_refused_cpu_pin_leaves_the_command_on_the_callers_cpus() {
+    let Some(strace) = common::which("strace") else {
+        common::skip("strace is not installed");
+        return;
+    };
+    let caller = std::fs::read_to_string("/proc/self/status").unwrap();
+    let caller = cpus_of(&caller).expect("Cpus_allowed_list");
+    if !caller.contains(['-', ',']) {
+        common::skip("one CPU: the helper keeps no CPU for init's start");
+        return;
+    }
+    for inject in [
+        "sched_getaffinity:error=EINVAL:when=1",
+        "sched_setaffinity:error=EINVAL:when=1",
+        "sched_setaffinity:error=EINVAL:when=2",
+    ] {
+        let out = Command::new(&strace)
+            .args(["-f", "-qq", "-o", "/dev/null", "-e"])
+            .arg(format!("inject={inject}"))
+            .arg(&fixture().helper)
+            .args(["/bin/sh", "-c", "echo COMMAND-RAN; cat /proc/self/status"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run strace");
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{inject}: {}", stderr(&out));
+        assert!(text.contains("COMMAND-RAN"), "{inject}: {text}");
+        assert_eq!(cpus_of(&text), Some(caller.clone()), "{inject}: {text}");
+        assert_eq!(
+            status_field(&text, "Seccomp_filters"),
+            Some("2"),
+            "{inject}"
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! Inner init, PID 1 of the new PID namespace (the namespace way only):
 //! runs in the stub's memory while the stub runs on (sys::spawn_shared),
 //! so raw system calls only, no allocation, no formatting, no panics. It
-//! arms PDEATHSIG, starts the worker (in the same memory, which makes its
+//! takes back the caller's CPUs (it started on the stub's alone), arms
+//! PDEATHSIG, starts the worker (in the same memory, which makes its
 //! filters meanwhile and waits at a gate), makes `/` private, mounts
 //! `/proc` (where refused, binds the caller's read-only), sets the
 //! namespace limit, binds `/proc/sys` read-only, turns its key of the
@@ -37,6 +38,10 @@ pub(super) struct InitArgs {
     /// The keys the worker's gate needs ([`GATE`]): init's, and the
     /// stub's where the mount guard checks before the start.
     pub(super) keys: u32,
+    /// The CPUs the stub had, where it kept itself on one for init's start
+    /// (mod.rs): init gives them back to itself before the worker starts,
+    /// so the command runs on the caller's.
+    pub(super) cpus: Option<libc::cpu_set_t>,
 }
 
 /// PID 1 of the new PID namespace. Never returns. Runs in the stub's
@@ -51,7 +56,13 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
         listener_chan,
         stub_ends,
         keys,
+        cpus,
     } = args;
+    if let Some(cpus) = &cpus {
+        if let Err(e) = sys::raw_set_affinity(cpus) {
+            chan.fail(Step::Cpus, e);
+        }
+    }
     chan.arm_parent_death(stub_ends);
     // The worker starts now and makes its last steps (the filters, ~25 us
     // of the kernel's each, the terminal) while init mounts; it execs once

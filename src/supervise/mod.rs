@@ -11,7 +11,8 @@
 //!     │  inner processes send over the control channel, exits with the
 //!     │  command's status (code, or 128+signal)
 //!     └─ inner init, PID 1             new PID + mount namespaces, no filter
-//!        │  (as upstream), in the stub's memory (sys::spawn_shared);
+//!        │  (as upstream), in the stub's memory (sys::spawn_shared),
+//!        │  started on the stub's CPU (the caller's CPUs back at once);
 //!        │  PDEATHSIG=KILL (checked against a parent already gone),
 //!        │  non-dumpable (the shared memory map's flag), / private, fresh
 //!        │  /proc, max_user_namespaces=0 (the worker, started first in
@@ -50,11 +51,12 @@
 //! init starts (the command line is leaked by main.rs, the filters are
 //! embedded, the rest is copied into init's closure), write nothing but
 //! their own stacks, never allocate, and make system calls only through
-//! `sys`'s raw wrappers, which leave libc's errno alone: prctl
-//! (PDEATHSIG, no_new_privs), ppoll, mount, openat/write/close, mmap and
-//! mprotect (the worker's stack), clone, futex (the gate), rt_sigprocmask,
-//! rt_sigtimedwait, kill, wait4, seccomp, sendmsg, execve (through
-//! execvp's search), write of an 8-byte report, `_exit`.
+//! `sys`'s raw wrappers, which leave libc's errno alone:
+//! sched_setaffinity, prctl (PDEATHSIG, no_new_privs), ppoll, mount,
+//! openat/write/close, mmap and mprotect (the worker's stack), clone, futex
+//! (the gate), rt_sigprocmask, rt_sigtimedwait, kill, wait4, seccomp,
+//! sendmsg, execve (through execvp's search), write of an 8-byte report,
+//! `_exit`.
 //!
 //! The control channel is a SOCK_SEQPACKET pair: the inner processes write
 //! fixed 8-byte reports to their end (close-on-exec, so the command never
@@ -221,6 +223,7 @@ pub fn run(
             listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
         ],
         keys: 1 + u32::from(guard_key),
+        cpus: None,
     };
     let child = match plan.way {
         Way::Namespaces { limit_userns } => {
@@ -228,6 +231,17 @@ pub fn run(
             // (sys::spawn_shared).
             let init_stack =
                 sys::Stack::new(INIT_STACK).map_err(|e| Error::setup(Step::Fork, e))?;
+            // init starts on this CPU, and runs at once (the yield below):
+            // left to the kernel, it went to the other, idle CPU in most
+            // runs, and a virtual CPU woken from halt took 50 us to over a
+            // millisecond to run it (a median of 280 us in one trace under
+            // bubblewrap, 52 us in another). init gives itself the caller's
+            // CPUs back first thing, before the worker starts; the stub
+            // takes them back once init has run. Measured: paired 0.991 and
+            // 0.994 of the build before under bubblewrap, 0.984 unpaired;
+            // 1.00 on the host (docs/performance.md).
+            let had = sys::pin_to_this_cpu();
+            let inner = InitArgs { cpus: had, ..inner };
             let child = sys::spawn_shared(init_stack, move || inner_init(inner, limit_userns))
                 .map_err(|e| Error::setup(Step::Fork, e))?;
             // Out of init's way: the kernel puts about half of the new
@@ -235,6 +249,11 @@ pub fn run(
             // filter installs below (trace, inside bwrap: init's start 105
             // us after its wake-up in that case, 5 us with the yield).
             std::thread::yield_now();
+            // Only the stub's own scheduling depends on it: a failure
+            // leaves the stub on one CPU, nothing else.
+            if let Some(had) = had {
+                let _ = sys::raw_set_affinity(&had);
+            }
             child
         }
         Way::CapabilityFree { .. } => {

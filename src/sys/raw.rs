@@ -298,3 +298,64 @@ pub fn landlock_abi() -> Result<i32, Errno> {
     const VERSION: usize = 1 << 0;
     numeric(libc::SYS_landlock_create_ruleset, [0, 0, VERSION, 0, 0, 0]).map(|v| v as i32)
 }
+
+/// `sched_setaffinity(0, mask)`: the CPUs this thread may run on.
+pub fn raw_set_affinity(mask: &libc::cpu_set_t) -> Result<(), Errno> {
+    // SAFETY: the kernel reads `size_of::<cpu_set_t>()` bytes from `mask`,
+    // a whole set borrowed for the call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_sched_setaffinity,
+            [
+                0,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                mask as *const libc::cpu_set_t as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// Keeps this thread on the CPU it runs on, for a child about to be made
+/// to start there ([`raw_set_affinity`] gives the CPUs back): the CPUs it
+/// had, or `None` where it had one already or either call failed (nothing
+/// changed then).
+pub fn pin_to_this_cpu() -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain bits; zeroed is the empty set.
+    let mut had: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel writes at most `size_of::<cpu_set_t>()` bytes to
+    // `had`, a whole set.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_sched_getaffinity,
+            [
+                0,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                (&raw mut had) as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+    .ok()?;
+    // SAFETY: reads the set only.
+    if unsafe { libc::CPU_COUNT(&had) } < 2 {
+        return None;
+    }
+    // SAFETY: no arguments; the vDSO's getcpu on x86_64, a system call
+    // elsewhere.
+    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+    // SAFETY: as above.
+    let mut here: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+        return None;
+    }
+    // SAFETY: `cpu` is within the set's bits, checked above.
+    unsafe { libc::CPU_SET(cpu, &mut here) };
+    raw_set_affinity(&here).ok()?;
+    Some(had)
+}
