@@ -10,8 +10,8 @@
 //! path (no polling on these paths: the thread count is right at once,
 //! nothing retries); each case runs three times and the fewest count, so
 //! an interrupted call repeated now and then does not fail it. Page faults
-//! are not gated: fault-around and the page cache make them move by a
-//! page or two between runs (docs/performance.md has them).
+//! move by a few pages between runs; their median is gated in
+//! tests/page_faults.rs.
 
 mod common;
 
