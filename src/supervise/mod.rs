@@ -233,9 +233,9 @@ pub fn run(
                 sys::Stack::new(INIT_STACK).map_err(|e| Error::setup(Step::Fork, e))?;
             // init starts on this CPU, and runs at once (the yield below):
             // left to the kernel, it went to the other, idle CPU in most
-            // runs, and a virtual CPU woken from halt took 50 us to over a
-            // millisecond to run it (a median of 280 us in one trace under
-            // bubblewrap, 52 us in another). init gives itself the caller's
+            // runs (231 of 298 traced under bubblewrap), and a virtual CPU
+            // woken from halt ran it after a median 280 us (p75 1.7 ms),
+            // against 6-9 us on this one. init gives itself the caller's
             // CPUs back first thing, before the worker starts; the stub
             // takes them back once init has run. Measured: paired 0.991 and
             // 0.994 of the build before under bubblewrap, 0.984 unpaired;

@@ -1,8 +1,8 @@
 //! The system call instruction, for x86_64 (`syscall`) and aarch64
 //! (`svc 0`), and the plain calls made with it: files, mounts, kill,
-//! prctl, Landlock. Called by init and the worker (which run in the outer
-//! stub's memory, so may not touch libc's errno), and by the stub where it
-//! wants the same calls.
+//! prctl, Landlock, CPU affinity. Called by init and the worker (which run
+//! in the outer stub's memory, so may not touch libc's errno), and by the
+//! stub where it wants the same calls.
 
 use std::ffi::CStr;
 use std::os::fd::RawFd;
@@ -320,7 +320,8 @@ pub fn raw_set_affinity(mask: &libc::cpu_set_t) -> Result<(), Errno> {
 }
 
 /// Keeps this thread on the CPU it runs on, for a child about to be made
-/// to start there ([`raw_set_affinity`] gives the CPUs back): the CPUs it
+/// to start there (the stub, before init starts: it asks libc's
+/// `sched_getcpu`, which may set errno) ([`raw_set_affinity`] gives the CPUs back): the CPUs it
 /// had, or `None` where it had one already or either call failed (nothing
 /// changed then). The CPUs as `sched_getaffinity` reads them: where a
 /// cpuset narrows what the caller asked for, the command gets the narrower
