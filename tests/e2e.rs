@@ -530,19 +530,11 @@ fn the_command_inherits_the_callers_signal_dispositions() {
     // runtime start-up would have left SIGPIPE ignored for the command,
     // and `yes | head` would then complain of a broken pipe.
     let show = "grep SigIgn /proc/self/status";
-    let helper_path = fixture().helper.to_string_lossy().into_owned();
     for (way, place, user) in common::ways_matrix() {
         let what = format!("{way:?} {place:?} {user:?}");
-        let helper_args = way.args::<&str>(&[]).join(" ");
         for trap in ["", "trap '' USR1; "] {
-            let plain = helper_free(place, user, &format!("{trap}exec /bin/sh -c '{show}'"));
-            let wrapped = helper_free(
-                place,
-                user,
-                &format!(
-                    "{trap}exec {helper_path} {helper_args} /bin/sh -c '{show}; yes | head -1'"
-                ),
-            );
+            let (plain, wrapped) =
+                plain_and_wrapped(way, place, user, trap, show, "; yes | head -1");
             let want = status_field(&stdout(&plain), "SigIgn").map(str::to_owned);
             let got = status_field(&stdout(&wrapped), "SigIgn").map(str::to_owned);
             assert!(want.is_some(), "{what}: {}", stdout(&plain));
@@ -577,6 +569,29 @@ fn helper_free(place: Place, user: User, script: &str) -> std::process::Output {
     )
     .output()
     .unwrap()
+}
+
+/// `show` run by a shell at `place` as `user` after `prefix` (a shell
+/// statement, or nothing), once as the caller's own process and once as
+/// the command of the helper on `way`, followed there by `then`: what the
+/// caller has, and what the command gets.
+fn plain_and_wrapped(
+    way: Way,
+    place: Place,
+    user: User,
+    prefix: &str,
+    show: &str,
+    then: &str,
+) -> (std::process::Output, std::process::Output) {
+    let helper_path = fixture().helper.to_string_lossy().into_owned();
+    let helper_args = way.args::<&str>(&[]).join(" ");
+    let plain = helper_free(place, user, &format!("{prefix}exec /bin/sh -c '{show}'"));
+    let wrapped = helper_free(
+        place,
+        user,
+        &format!("{prefix}exec {helper_path} {helper_args} /bin/sh -c '{show}{then}'"),
+    );
+    (plain, wrapped)
 }
 
 /// Where the namespace way is refused, the message names the cause the
@@ -681,11 +696,9 @@ fn refusals_name_their_own_cause() {
 #[test]
 fn the_command_runs_on_the_callers_cpus() {
     let show = "grep Cpus_allowed_list /proc/self/status";
-    let helper_path = fixture().helper.to_string_lossy().into_owned();
     for (way, place, user) in common::ways_matrix() {
         let what = format!("{way:?} {place:?} {user:?}");
-        let helper_args = way.args::<&str>(&[]).join(" ");
-        let plain = helper_free(place, user, &format!("exec /bin/sh -c '{show}'"));
+        let (plain, wrapped) = plain_and_wrapped(way, place, user, "", show, "");
         let want = status_field(&stdout(&plain), "Cpus_allowed_list").map(str::to_owned);
         let Some(want) = want else {
             panic!("{what}: {}", stdout(&plain));
@@ -694,11 +707,6 @@ fn the_command_runs_on_the_callers_cpus() {
             common::skip("one CPU: the helper keeps no CPU for init's start");
             return;
         }
-        let wrapped = helper_free(
-            place,
-            user,
-            &format!("exec {helper_path} {helper_args} /bin/sh -c '{show}'"),
-        );
         let text = stdout(&wrapped);
         let got = status_field(&text, "Cpus_allowed_list");
         assert_eq!(got, Some(want.as_str()), "{what}: {}", stderr(&wrapped));
