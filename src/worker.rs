@@ -11,9 +11,9 @@
 //! whose listener goes to the stub with one sendmsg and is then closed;
 //! the namespaces filter, unless nesting is allowed), getpid and ioctl
 //! (TIOCSPGRP, on a terminal: terminal.rs), futex (the gate, on the
-//! namespace way: init's mounts and the stub's mount check done), execve (through
-//! execvp's PATH search), and on failure a write of one report and
-//! `_exit`. On the capability-free way, `Channel::arm_parent_death` came
+//! namespace way: init's mounts and the stub's mount check done), execve
+//! (through execvp's PATH search), and on failure a write of one report
+//! and `_exit`. On the capability-free way, `Channel::arm_parent_death` came
 //! first (close, prctl, ppoll). The environment was scrubbed before the
 //! first child started (main.rs); inherited file descriptors are left
 //! alone.

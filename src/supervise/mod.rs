@@ -4,12 +4,12 @@
 //! caller (bwrap's shell, srt, a library)
 //!  └─ apply-seccomp: outer stub        caller's PID namespace; non-dumpable
 //!     │  before init starts; under bubblewrap the mount guard's check
-//!     │  (its key of the worker's gate); then no_new_privs, the unix and
-//!     │  namespaces rules on itself in one filter (while init works); forwards
-//!     │  TERM INT HUP QUIT USR1 USR2, reaps its child (or, under
-//!     │  bubblewrap, takes init's status report), prints the reports the
-//!     │  inner processes send over the control channel, exits with the
-//!     │  command's status (code, or 128+signal)
+//!     │  (its key of the worker's gate); then no_new_privs, the unix
+//!     │  and namespaces rules on itself in one filter (while init
+//!     │  works); forwards TERM INT HUP QUIT USR1 USR2, reaps its child
+//!     │  (or, under bubblewrap, takes init's status report), prints the
+//!     │  reports the inner processes send over the control channel,
+//!     │  exits with the command's status (code, or 128+signal)
 //!     └─ inner init, PID 1             new PID + mount namespaces, no filter
 //!        │  (as upstream), in the stub's memory (sys::spawn_shared),
 //!        │  started on the stub's CPU (the caller's CPUs back at once);
@@ -17,8 +17,8 @@
 //!        │  non-dumpable (the shared memory map's flag), / private, fresh
 //!        │  /proc, max_user_namespaces=0 (the worker, started first in
 //!        │  the same memory, sys::spawn_shared, makes its filters
-//!        │  meanwhile), turns its key of the worker's gate, forwards the same
-//!        │  signals, reaps every child, exits with the worker's status;
+//!        │  meanwhile), turns its key of the worker's gate, forwards the
+//!        │  same signals, reaps every child, exits with the worker's status;
 //!        │  under bubblewrap (`Plan::init_outlives_stub`) ends and reaps
 //!        │  the rest of its namespace, reports the status and waits for
 //!        │  the stub's exit to kill it, holding the run's mount namespace,
@@ -289,19 +289,14 @@ pub fn run(
     // after the check is the poll's (serve.rs), on bubblewrap's mount
     // table, which init's own mounts leave alone.
     if let (true, Some(g)) = (guard_key, guard.as_mut()) {
-        let verdict = g.start().and_then(|()| g.check());
-        let turned = match verdict {
-            Ok(()) => GATE.turn().map_err(|e| Error::setup(Step::Gate, e)),
-            Err(_) => Ok(()),
-        };
-        if verdict.is_err() || turned.is_err() {
-            let _ = kill(child, Signal::SIGKILL);
-            let _ = waitpid(child, None);
-        }
-        if let Err(lost) = verdict {
+        if let Err(lost) = g.start().and_then(|()| g.check()) {
+            end_child(child);
             return Ok(refused_before_start(lost, observer, observe_errors, &ours));
         }
-        turned?;
+        if let Err(e) = GATE.turn() {
+            end_child(child);
+            return Err(Error::setup(Step::Gate, e));
+        }
         // The worker, often on this CPU, waits for this key: it goes on
         // now rather than after the stub's filter install (paired A/B
         // under bubblewrap, 1500-2000 rounds, three runs, with init
@@ -317,8 +312,7 @@ pub fn run(
     // init starts: init would inherit them, and the worker installs its
     // own while this runs.
     if let Err(e) = filter_stub(&plan) {
-        let _ = kill(child, Signal::SIGKILL);
-        let _ = waitpid(child, None);
+        end_child(child);
         return Err(e);
     }
     let guard = guard.filter(Guard::watching);
@@ -365,6 +359,14 @@ pub fn run(
 
 /// The outcome when a protecting mount was gone before the command
 /// started: it did not run.
+/// Kills and reaps the stub's child where the run cannot go on: init
+/// (whose end kills the worker waiting at the gate), or on the
+/// capability-free way the worker.
+fn end_child(child: Pid) {
+    let _ = kill(child, Signal::SIGKILL);
+    let _ = waitpid(child, None);
+}
+
 fn refused_before_start(
     lost: Lost,
     observer: Option<&mut Observer>,

@@ -320,12 +320,13 @@ pub fn raw_set_affinity(mask: &libc::cpu_set_t) -> Result<(), Errno> {
 }
 
 /// Keeps this thread on the CPU it runs on, for a child about to be made
-/// to start there (the stub, before init starts: it asks libc's
-/// `sched_getcpu`, which may set errno) ([`raw_set_affinity`] gives the CPUs back): the CPUs it
+/// to start there ([`raw_set_affinity`] gives the CPUs back): the CPUs it
 /// had, or `None` where it had one already or either call failed (nothing
-/// changed then). The CPUs as `sched_getaffinity` reads them: where a
-/// cpuset narrows what the caller asked for, the command gets the narrower
-/// set as its own, and keeps it should the cpuset widen later.
+/// changed then). The stub's, before init starts: it asks libc's
+/// `sched_getcpu`, which may set errno. The CPUs as `sched_getaffinity`
+/// reads them: where a cpuset narrows what the caller asked for, the
+/// command gets the narrower set as its own, and keeps it should the
+/// cpuset widen later.
 pub fn pin_to_this_cpu() -> Option<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is plain bits; zeroed is the empty set.
     let mut had: libc::cpu_set_t = unsafe { std::mem::zeroed() };
