@@ -21,14 +21,12 @@
 //! (it allocates); the worker joins it with one raw
 //! `landlock_restrict_self` (sys/raw.rs) before its filters and exec.
 
-use std::ffi::OsString;
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStringExt;
+use std::ffi::{CString, OsString};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use landlock::{
-    AccessFs, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
-};
+use landlock::{AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
 use nix::errno::Errno;
 
 use crate::cause::{Lack, SCOPED_ABI};
@@ -88,38 +86,76 @@ fn carved_mounts(mountinfo: &[u8]) -> Vec<PathBuf> {
 }
 
 /// Where writes are granted so that none is beneath a `carved` mount:
-/// each entry of `dir` that is no carved mount, no symbolic link (its
-/// target is granted, or not, as itself), and holds no carved mount;
-/// one that holds one is walked the same way. A name made later in a
-/// walked folder (`/` itself, say) has no grant: nothing can be written
-/// there.
-fn grants(dir: &Path, carved: &[PathBuf], out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else {
+/// each entry of the folder `path`, open on `dir`, that is no carved
+/// mount, no symbolic link (its target is granted, or not, as itself), and
+/// holds no carved mount; one that holds one is walked the same way. A
+/// name made later in a walked folder (`/` itself, say) has no grant:
+/// nothing can be written there. Each entry granted is opened here,
+/// `O_PATH` relative to the folder listed and not followed (a link
+/// swapped in since the listing grants nothing; what is gone meanwhile is
+/// left out), and handed to `grant` with its path; what `grant` fails
+/// with ends the walk. A folder that cannot be listed grants nothing.
+fn grants(
+    dir: BorrowedFd<'_>,
+    path: &Path,
+    carved: &[PathBuf],
+    grant: &mut dyn FnMut(&Path, OwnedFd) -> Result<(), Errno>,
+) -> Result<(), Errno> {
+    let mut entries: Vec<(CString, u8)> = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    let listed = sys::each_entry(dir.as_raw_fd(), &mut buf, |name, kind| {
+        if ![&b"."[..], b".."].contains(&name.to_bytes()) {
+            entries.push((name.to_owned(), kind));
+        }
+        true
+    });
+    if listed.is_err() {
+        return Ok(());
+    }
+    for (name, kind) in entries {
+        // The folder's word on the type, or where it has none the file's.
+        let kind = match kind {
+            libc::DT_UNKNOWN => match sys::stat_at(dir.as_raw_fd(), &name) {
+                Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => libc::DT_DIR,
+                Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFLNK => libc::DT_LNK,
+                Ok(_) => libc::DT_REG,
+                Err(_) => continue,
+            },
+            kind => kind,
+        };
+        let entry = path.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+        if kind == libc::DT_LNK || carved.contains(&entry) {
+            continue;
+        }
+        let holds_carved = carved.iter().any(|c| c.starts_with(&entry));
+        if holds_carved && kind != libc::DT_DIR {
+            continue;
+        }
+        let flags = if holds_carved {
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW
+        } else {
+            libc::O_PATH | libc::O_NOFOLLOW
+        };
+        let Ok(fd) = sys::open_at(dir.as_raw_fd(), &name, flags, 0).map(sys::owned) else {
             continue;
         };
-        if kind.is_symlink() || carved.contains(&path) {
-            continue;
+        if holds_carved {
+            grants(fd.as_fd(), &entry, carved, grant)?;
+        } else {
+            grant(&entry, fd)?;
         }
-        if carved.iter().any(|c| c.starts_with(&path)) {
-            if kind.is_dir() {
-                grants(&path, carved, out);
-            }
-            continue;
-        }
-        out.push(path);
     }
+    Ok(())
 }
 
 /// The capability-free way's Landlock ruleset: signals and abstract Unix
 /// sockets scoped, files written anywhere but on procfs and cgroup mounts;
 /// or what the kernel lacks for it. Made by the `landlock` crate with its
 /// best-effort fallback turned off: a kernel without scoping is an error
-/// here, never a weaker domain.
+/// here, never a weaker domain. Its rules are added with one raw
+/// `landlock_add_rule` each (sys/raw.rs): the crate's `add_rule` makes an
+/// `fstat` per rule, to trim rights that hold for folders only, and the
+/// one right granted here holds for any file.
 pub fn ruleset() -> Result<Domain, Lack> {
     let mountinfo = sys::read_file_at(libc::AT_FDCWD, c"/proc/self/mountinfo")
         .map_err(|e| Lack::Other(format!("/proc/self/mountinfo: {}", e.desc())))?;
@@ -130,46 +166,44 @@ pub fn ruleset() -> Result<Domain, Lack> {
     let nested = |c: &PathBuf, all: &[PathBuf]| all.iter().any(|o| o != c && c.starts_with(o));
     let all = carved.clone();
     carved.retain(|c| !nested(c, &all));
-    let mut granted = Vec::new();
-    grants(Path::new("/"), &carved, &mut granted);
     let made = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::WriteFile)
         .and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket))
-        .and_then(|r| r.create())
-        .and_then(|mut r| {
-            for path in &granted {
-                // Not followed: a link swapped in since the listing grants
-                // nothing. What cannot be opened (gone meanwhile) is left out.
-                let Ok(fd) = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
-                    path.as_os_str(),
-                ))
-                .map_err(|_| Errno::EINVAL)
-                .and_then(|p| sys::open_path(&p, libc::O_PATH | libc::O_NOFOLLOW)) else {
-                    continue;
-                };
-                r = r.add_rule(PathBeneath::new(fd, AccessFs::WriteFile))?;
-            }
-            Ok(r)
-        });
-    let made = match made.map(Option::<OwnedFd>::from) {
-        Ok(Some(ruleset)) => {
-            return Ok(Domain {
-                ruleset,
-                carved,
-                granted: granted.len(),
-            });
-        }
-        Ok(None) => "no ruleset was made".to_string(),
-        Err(e) => e.to_string(),
+        .and_then(|r| r.create());
+    let ruleset = match made.map(Option::<OwnedFd>::from) {
+        Ok(Some(ruleset)) => ruleset,
+        Ok(None) => return Err(lack("no ruleset was made".to_string())),
+        Err(e) => return Err(lack(e.to_string())),
     };
-    // The crate says what failed, not which ABI the kernel has: ask it.
-    Err(match abi() {
+    let root = sys::open_path(c"/", libc::O_RDONLY | libc::O_DIRECTORY)
+        .map_err(|e| lack(format!("/: {}", e.desc())))?;
+    let mut granted = 0;
+    grants(root.as_fd(), Path::new("/"), &carved, &mut |_, fd| {
+        sys::landlock_add_path_rule(ruleset.as_raw_fd(), fd.as_raw_fd(), WRITE_FILE)?;
+        granted += 1;
+        Ok(())
+    })
+    .map_err(|e| lack(format!("landlock_add_rule: {}", e.desc())))?;
+    Ok(Domain {
+        ruleset,
+        carved,
+        granted,
+    })
+}
+
+/// The one right the ruleset handles and grants.
+const WRITE_FILE: u64 = AccessFs::WriteFile as u64;
+
+/// What the kernel lacks, where the ruleset could not be made: the crate
+/// says what failed, not which ABI the kernel has, so ask it.
+fn lack(made: String) -> Lack {
+    match abi() {
         Err(Errno::EOPNOTSUPP) => Lack::NotEnabled,
         Err(_) => Lack::NotBuilt,
         Ok(v) if v < SCOPED_ABI => Lack::NoScoping(v),
         Ok(_) => Lack::Other(made),
-    })
+    }
 }
 
 /// The `SRT_DEBUG` line: what the domain holds, and what stays within
@@ -236,7 +270,19 @@ mod tests {
         std::os::unix::fs::symlink("proc", root.join("link")).unwrap();
         let carved = [root.join("proc"), root.join("sys/fs/cgroup")];
         let mut out = Vec::new();
-        grants(&root, &carved, &mut out);
+        let dir = sys::open_path(
+            &CString::new(root.as_os_str().as_bytes()).unwrap(),
+            libc::O_RDONLY | libc::O_DIRECTORY,
+        )
+        .unwrap();
+        grants(dir.as_fd(), &root, &carved, &mut |path, fd| {
+            // An O_PATH descriptor of the entry itself.
+            let flags = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+            assert_ne!(flags & libc::O_PATH, 0, "{}", path.display());
+            out.push(path.to_path_buf());
+            Ok(())
+        })
+        .unwrap();
         out.sort();
         let rel: Vec<String> = out
             .iter()

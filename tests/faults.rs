@@ -116,7 +116,7 @@ fn eperm_fails_closed_with_the_hint() {
 /// the C library picks between equivalent syscalls (musl opens with `open`
 /// and forks with `fork` on x86_64, glibc uses `openat` and `clone`), the
 /// entry names them all, `|`-separated, and each one made is injected.
-const SETUP_CALLS: [(&str, &str); 23] = [
+const SETUP_CALLS: [(&str, &str); 25] = [
     ("unshare", "EPERM"),
     ("unshare", "EINVAL"),
     ("openat|open", "EACCES"),
@@ -136,6 +136,10 @@ const SETUP_CALLS: [(&str, &str); 23] = [
     ("ppoll|poll", "EINVAL"),
     ("landlock_create_ruleset", "ENOSYS"),
     ("landlock_restrict_self", "EPERM"),
+    // The capability-free way's ruleset (capfree.rs): a rule refused ends
+    // the run; a folder that cannot be read grants nothing beneath it.
+    ("landlock_add_rule", "EINVAL"),
+    ("getdents64", "EIO"),
     ("read", "EIO"),
     // init's gate for the worker (sys::Gate): its wake, and the worker's
     // wait where the worker gets there first.

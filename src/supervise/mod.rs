@@ -61,7 +61,8 @@
 //! The control channel is a SOCK_SEQPACKET pair: the inner processes write
 //! fixed 8-byte reports to their end (close-on-exec, so the command never
 //! holds it); the stub reads them once its child is reaped. The inner end
-//! also tells init whether the stub is still alive (POLLHUP once it is not).//!
+//! also tells init whether the stub is still alive (POLLHUP once it is not).
+//!
 //! This file builds the tree and waits for it (`run`); serve.rs is the
 //! stub's side while the command runs (signals, reports, observation, the
 //! mount guard, job control); init.rs is init. The types the worker shares
@@ -357,8 +358,6 @@ pub fn run(
     })
 }
 
-/// The outcome when a protecting mount was gone before the command
-/// started: it did not run.
 /// Kills and reaps the stub's child where the run cannot go on: init
 /// (whose end kills the worker waiting at the gate), or on the
 /// capability-free way the worker.
@@ -367,6 +366,8 @@ fn end_child(child: Pid) {
     let _ = waitpid(child, None);
 }
 
+/// The outcome when a protecting mount was gone before the command
+/// started: it did not run.
 fn refused_before_start(
     lost: Lost,
     observer: Option<&mut Observer>,

@@ -210,6 +210,19 @@ pub fn each_name(
         libc::SYS_lseek,
         [fd as usize, 0, libc::SEEK_SET as usize, 0, 0, 0],
     )?;
+    each_entry(fd, buf, |name, _| each(name))
+}
+
+/// Calls `each` with every name in the folder open on `fd` ("." and ".."
+/// too) and its type as the folder tells it (`DT_DIR`, `DT_LNK`, ...,
+/// `DT_UNKNOWN` where the file system does not say), from where the
+/// descriptor stands (a fresh one: the start), in `buf`-sized batches,
+/// until `each` says stop (false). Allocates nothing.
+pub fn each_entry(
+    fd: RawFd,
+    buf: &mut [u8],
+    mut each: impl FnMut(&CStr, u8) -> bool,
+) -> Result<(), Errno> {
     loop {
         // SAFETY: the kernel writes at most `buf.len()` bytes of records
         // into `buf`.
@@ -233,7 +246,7 @@ pub fn each_name(
             let Ok(name) = CStr::from_bytes_until_nul(&buf[at + 19..at + len]) else {
                 return Err(Errno::EIO);
             };
-            if !each(name) {
+            if !each(name, buf[at + 18]) {
                 return Ok(());
             }
             at += len;

@@ -289,6 +289,42 @@ pub fn landlock_restrict_self(ruleset: RawFd) -> Result<(), Errno> {
     .map(drop)
 }
 
+/// `landlock_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, {access,
+/// parent}, 0)`: `access` granted beneath the file or folder open on
+/// `parent` (an `O_PATH` descriptor will do). The `landlock` crate's
+/// `add_rule` makes an `fstat` of `parent` first, to drop the rights that
+/// hold only for folders; the capability-free way grants only
+/// `WRITE_FILE`, which holds for both (capfree.rs).
+pub fn landlock_add_path_rule(ruleset: RawFd, parent: RawFd, access: u64) -> Result<(), Errno> {
+    /// `struct landlock_path_beneath_attr` (packed in the kernel's header).
+    #[repr(C, packed)]
+    struct PathBeneath {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    const LANDLOCK_RULE_PATH_BENEATH: usize = 1;
+    let attr = PathBeneath {
+        allowed_access: access,
+        parent_fd: parent,
+    };
+    // SAFETY: the kernel reads one 12-byte landlock_path_beneath_attr
+    // from `attr`, alive for the call; the rest are numbers.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_landlock_add_rule,
+            [
+                ruleset as usize,
+                LANDLOCK_RULE_PATH_BENEATH,
+                &raw const attr as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
 /// The kernel's Landlock ABI version (`landlock_create_ruleset(NULL, 0,
 /// LANDLOCK_CREATE_RULESET_VERSION)`): EOPNOTSUPP when built in but not
 /// enabled at boot, ENOSYS when not built in. For messages only: the
