@@ -173,8 +173,8 @@ pub fn ruleset() -> Result<Domain, Lack> {
         .and_then(|r| r.create());
     let ruleset = match made.map(Option::<OwnedFd>::from) {
         Ok(Some(ruleset)) => ruleset,
-        Ok(None) => return Err(lack("no ruleset was made".to_string())),
-        Err(e) => return Err(lack(e.to_string())),
+        Ok(None) => return Err(lack("landlock_create_ruleset: no ruleset".to_string())),
+        Err(e) => return Err(lack(format!("landlock_create_ruleset: {e}"))),
     };
     let root = sys::open_path(c"/", libc::O_RDONLY | libc::O_DIRECTORY)
         .map_err(|e| lack(format!("/: {}", e.desc())))?;

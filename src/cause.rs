@@ -280,7 +280,7 @@ impl fmt::Display for Lack {
                 "this kernel's Landlock ABI is {abi}, without the scoping of signals and \
                  abstract sockets (ABI {SCOPED_ABI}, Linux 6.12)"
             ),
-            Lack::Other(text) => write!(f, "landlock_create_ruleset: {text}"),
+            Lack::Other(text) => write!(f, "the Landlock ruleset could not be made: {text}"),
         }
     }
 }
