@@ -13,7 +13,7 @@
 //! stub's only, never between fork and exec.
 
 use std::ffi::CStr;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
 use nix::errno::Errno;
 
@@ -304,6 +304,35 @@ pub fn close_all_but(keep: &[RawFd]) {
     }
 }
 
+/// Closes every descriptor of `fds`: one `close_range` for each run of
+/// consecutive numbers among them (each number in such a run is one of
+/// `fds`, so nothing else is closed), `close` one by one where the kernel
+/// has no `close_range` (before 5.9).
+pub fn close_many(fds: Vec<OwnedFd>) {
+    let mut raw: Vec<RawFd> = fds.into_iter().map(IntoRawFd::into_raw_fd).collect();
+    raw.sort_unstable();
+    let mut at = 0;
+    while at < raw.len() {
+        let first = raw[at];
+        let mut last = first;
+        let mut next = at + 1;
+        while next < raw.len() && raw[next] == last + 1 {
+            last = raw[next];
+            next += 1;
+        }
+        let ranged = numeric(
+            libc::SYS_close_range,
+            [first as usize, last as usize, 0, 0, 0, 0],
+        );
+        if ranged.is_err() {
+            for &fd in &raw[at..next] {
+                super::raw_close(fd);
+            }
+        }
+        at = next;
+    }
+}
+
 /// `pidfd_open(pid, 0)`: a descriptor (close-on-exec) that polls readable
 /// once `pid` has ended (Linux 5.3).
 pub fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, Errno> {
@@ -333,5 +362,51 @@ pub fn wait_readable(fd: RawFd) -> Result<(), Errno> {
             Err(Errno::EINTR) => {}
             other => return other.map(drop),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::{AsRawFd, IntoRawFd};
+
+    use super::*;
+
+    /// The inode a descriptor number refers to now, if it is open.
+    fn inode(fd: RawFd) -> Option<u64> {
+        stat_fd(fd).ok().map(|st| st.st_ino)
+    }
+
+    #[test]
+    fn close_many_closes_those_given_and_nothing_between() {
+        let dir = std::env::temp_dir().join(format!("close-many-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, name).unwrap();
+            std::fs::File::open(path).unwrap()
+        };
+        let given: Vec<std::fs::File> = (0..5).map(|i| file(&format!("given{i}"))).collect();
+        let kept = file("kept");
+        let more: Vec<std::fs::File> = (0..3).map(|i| file(&format!("more{i}"))).collect();
+        let kept_ino = inode(kept.as_raw_fd()).unwrap();
+        let closed: Vec<(RawFd, u64)> = given
+            .iter()
+            .chain(&more)
+            .map(|f| (f.as_raw_fd(), inode(f.as_raw_fd()).unwrap()))
+            .collect();
+        // Runs of numbers with `kept` between them (other tests' threads
+        // may open files meanwhile, and make more gaps: fine).
+        let fds: Vec<OwnedFd> = given
+            .into_iter()
+            .chain(more)
+            .map(|f| owned(f.into_raw_fd()))
+            .collect();
+        close_many(fds);
+        assert_eq!(inode(kept.as_raw_fd()), Some(kept_ino));
+        for (fd, ino) in closed {
+            // Closed, or reused since by another test for another file.
+            assert_ne!(inode(fd), Some(ino), "fd {fd} still open");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
