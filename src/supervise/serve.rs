@@ -329,8 +329,14 @@ pub(super) fn tree(root: libc::pid_t) -> Vec<libc::pid_t> {
 /// way. They are children of the stub (a subreaper), listed in
 /// `/proc/thread-self/children`; killing one hands its own children to the
 /// stub, so the list is read again until nothing is left to reap. Where
-/// `/proc` cannot be read, only the finished ones are reaped.
+/// `/proc` cannot be read, only the finished ones are reaped. Each process
+/// the command left descends from the stub (an orphan comes back to it, or
+/// to a subreaper below it), so where the stub has no child left there is
+/// none: one `wait4` says so (ECHILD), and the list is not read.
 pub(super) fn end_leftovers() {
+    if sys::reap_any(false) == Err(Errno::ECHILD) {
+        return;
+    }
     loop {
         let listed = sys::read_file_at(libc::AT_FDCWD, c"/proc/thread-self/children");
         let text = listed.as_deref().map(String::from_utf8_lossy);
