@@ -999,3 +999,57 @@ fn renames_that_cannot_be_watched_keep_the_command_from_running() {
         assert!(err.contains("user.max_inotify_instances"), "{ctx}");
     }
 }
+
+/// On the capability-free way under bubblewrap a holder keeps the rename
+/// watches' inotify instance past the stub's exit (supervise/mod.rs,
+/// `start_holder`), so that its release is not part of the stub's end:
+/// during the run it is there, the stub's sibling (a child of the stub's
+/// parent, which reaps it), and once the stub has exited it is gone,
+/// though the sandbox runs on. The debug summary names it.
+#[test]
+fn the_capability_free_guards_holder_lives_as_long_as_the_stub() {
+    if !have_bwrap() {
+        return;
+    }
+    for user in users() {
+        let dir = folder(user, "holder");
+        let helper = fixture().helper.to_string_lossy().into_owned();
+        // Each process running the helper: its pid and its parent's.
+        let list = format!(
+            "for p in /proc/[0-9]*; do \
+               c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); \
+               case \"$c\" in \"{helper} --way-in\"*) \
+                 echo \"$1 ${{p#/proc/}} $(sed -n 's/^PPid:[[:space:]]*//p' $p/status)\";; \
+               esac; \
+             done"
+        );
+        let script = format!(
+            "list() {{ {list}; }}; \
+             SRT_DEBUG=1 {helper} --way-in=capability-free /bin/sh -c '{}' sh during; \
+             sleep 0.3; list after",
+            list.replace('\'', "'\\''").replace("$1", "during")
+        );
+        let out = sandbox(user, &dir, &["/bin/sh".into(), "-c".into(), script])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{user:?}: {stdout}{stderr}");
+        let during: Vec<Vec<&str>> = stdout
+            .lines()
+            .filter(|l| l.starts_with("during "))
+            .map(|l| l.split(' ').collect())
+            .collect();
+        assert_eq!(during.len(), 2, "{user:?}: stub and holder: {stdout}");
+        let (a, b) = (&during[0], &during[1]);
+        assert_eq!(a[2], b[2], "{user:?}: siblings, one parent: {stdout}");
+        assert!(
+            !stdout.lines().any(|l| l.starts_with("after ")),
+            "{user:?}: a helper process outlived the stub: {stdout}"
+        );
+        assert!(
+            stderr.contains("a holder process releases the watches after the stub's exit"),
+            "{user:?}: {stderr}"
+        );
+    }
+}

@@ -101,22 +101,34 @@ fn descends_from(pid: &str, ancestor: u32) -> bool {
     false
 }
 
-/// The host pid of the helper's outer stub: on the host, the child we
-/// spawned; under bubblewrap, the helper process below it whose parent is
-/// not a helper process too (the inner init is a child of the stub; on the
-/// capability-free way the stub's only child is the command).
-fn stub_pid(place: Place, child: &Child) -> Pid {
-    if place == Place::Host {
-        return Pid::from_raw(child.id() as i32);
-    }
+/// The helper processes below bubblewrap `child` whose parent is not a
+/// helper process too: the outer stub and, on the capability-free way,
+/// the mount guard's holder, the stub's sibling (the inner init is a child
+/// of the stub; on the capability-free way the stub's child is the
+/// command).
+fn top_helpers(child: &Child) -> Vec<String> {
     let helper = fixture().helper.to_string_lossy().into_owned();
-    let stubs: Vec<String> = pids()
+    pids()
         .into_iter()
         .filter(|p| {
             cmdline(p).starts_with(&helper)
                 && !cmdline(&parent_of(p)).starts_with(&helper)
                 && descends_from(p, child.id())
         })
+        .collect()
+}
+
+/// The host pid of the helper's outer stub: on the host, the child we
+/// spawned; under bubblewrap, of [`top_helpers`] the one with a child
+/// (the holder never has one).
+fn stub_pid(place: Place, child: &Child) -> Pid {
+    if place == Place::Host {
+        return Pid::from_raw(child.id() as i32);
+    }
+    let all = pids();
+    let stubs: Vec<String> = top_helpers(child)
+        .into_iter()
+        .filter(|p| all.iter().any(|q| parent_of(q) == *p))
         .collect();
     assert_eq!(
         stubs.len(),
@@ -306,6 +318,31 @@ fn the_outer_stub_is_locked_down() {
                 .unwrap()
                 .uid();
             assert_eq!(owner, 0, "{what}: the stub is dumpable");
+        }
+        // The capability-free way's holder under bubblewrap (the guard's
+        // inotify instance past the stub's exit): the stub's memory, so
+        // non-dumpable too, and nothing held but that instance and a
+        // pidfd of the stub.
+        if way == Way::CapabilityFree && place == Place::Bwrap {
+            let holders: Vec<String> = top_helpers(&child)
+                .into_iter()
+                .filter(|p| *p != stub)
+                .collect();
+            assert_eq!(holders.len(), 1, "{what}: {holders:?}");
+            let fds: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", holders[0]))
+                .unwrap()
+                .map(|e| std::fs::read_link(e.unwrap().path()).unwrap())
+                .map(|l| l.to_string_lossy().into_owned())
+                .collect();
+            let mut fds = fds;
+            fds.sort();
+            assert_eq!(fds, ["anon_inode:[pidfd]", "anon_inode:inotify"], "{what}");
+            if user == User::Unprivileged {
+                let owner = std::fs::metadata(format!("/proc/{}/mem", holders[0]))
+                    .unwrap()
+                    .uid();
+                assert_eq!(owner, 0, "{what}: the holder is dumpable");
+            }
         }
         kill(stub_pid(place, &child), Signal::SIGTERM).unwrap();
         wait_bounded(&mut child, &what);

@@ -122,19 +122,24 @@ pub struct Guard {
     watched: Vec<Watched>,
     /// The folders on the way to the destinations, watched for renames.
     renames: Option<Renames>,
-    /// The inotify instance for them, made before init starts where init
-    /// holds it past the stub's exit (its copy of the stub's descriptors).
+    /// The inotify instance for them, made before init (or the holder)
+    /// starts where that process holds it past the stub's exit (its copy
+    /// of the stub's descriptors).
     for_init: Option<Inotify>,
+    /// Who holds that instance past the stub's exit, for `SRT_DEBUG`.
+    held_by: Option<&'static str>,
     found: Found,
 }
 
 impl Guard {
     /// Where PID 1 is bubblewrap, opens `/proc` and this process's
-    /// `mountinfo` (its mount namespace is the command's), and with
-    /// `init_holds` the rename watches' inotify instance; elsewhere says
-    /// why there is nothing to guard. Before init starts: init mounts a
-    /// new `/proc` over the shared one, and takes a copy of the instance.
-    pub fn open(pid1: Pid1, init_holds: bool) -> Result<Guard, String> {
+    /// `mountinfo` (its mount namespace is the command's), and where
+    /// another process will hold it past the stub's exit (`held_by`: init,
+    /// or the capability-free way's holder) the rename watches' inotify
+    /// instance; elsewhere says why there is nothing to guard. Before init
+    /// starts: init mounts a new `/proc` over the shared one, and takes a
+    /// copy of the instance.
+    pub fn open(pid1: Pid1, held_by: Option<&'static str>) -> Result<Guard, String> {
         if !pid1.is_bubblewrap() {
             return Err(
                 "PID 1 is not bubblewrap: nothing says which mounts protect anything".into(),
@@ -151,19 +156,34 @@ impl Guard {
             None => return Err("bubblewrap's mountinfo was not opened".into()),
         };
         // Refused here, the start refuses the run with the same words.
-        let for_init = init_holds.then(renames::instance).and_then(Result::ok);
+        let for_init = held_by.and(renames::instance().ok());
         Ok(Guard {
             proc_dir,
             mountinfo: fd,
             watched: Vec::new(),
             renames: None,
             for_init,
+            held_by,
             found: Found::default(),
         })
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.mountinfo.as_fd()
+    }
+
+    /// The rename watches' instance made for another process to hold
+    /// (init, or on the capability-free way the holder), before that
+    /// process starts.
+    pub fn instance_to_hold(&self) -> Option<BorrowedFd<'_>> {
+        self.for_init.as_ref().map(AsFd::as_fd)
+    }
+
+    /// The holder could not be started: the watches go on an instance of
+    /// the stub's own, released by the stub as the run ends.
+    pub fn keep_instance(&mut self) {
+        self.for_init = None;
+        self.held_by = None;
     }
 
     /// The rename watches, polled for POLLIN.

@@ -64,10 +64,9 @@ impl Guard {
                 ", so protecting nothing in this sandbox: "
             },
             covered.join(", "),
-            if renames.held_by_init() {
-                "; init releases the watches and the mount namespace after the stub's exit"
-            } else {
-                ""
+            match self.held_by.filter(|_| renames.held_by_init()) {
+                Some(who) => format!("; {who} releases the watches after the stub's exit"),
+                None => String::new(),
             },
             f.took.as_micros()
         )

@@ -37,10 +37,14 @@
 //!
 //! ```text
 //! caller
-//!  └─ apply-seccomp: outer stub        as above; outside the Landlock domain
-//!     └─ worker                        worker.rs: PDEATHSIG=KILL, no_new_privs,
-//!                                      landlock_restrict_self, the filters,
-//!                                      execvp(command)
+//!  ├─ apply-seccomp: outer stub        as above; outside the Landlock domain
+//!  │  └─ worker                        worker.rs: PDEATHSIG=KILL, no_new_privs,
+//!  │                                   landlock_restrict_self, the filters,
+//!  │                                   execvp(command)
+//!  └─ holder                           under bubblewrap: the stub's sibling,
+//!                                      holding the mount guard's inotify
+//!                                      instance until the stub has exited
+//!                                      (holder.rs)
 //! ```
 //!
 //! Why shared memory: a fork copies the stub's page tables, both sides
@@ -84,9 +88,11 @@ use crate::sys;
 use crate::terminal::Terminal;
 use crate::worker;
 
+mod holder;
 mod init;
 mod serve;
 
+use holder::start_holder;
 use init::{InitArgs, inner_init};
 use serve::{Job, end_leftovers, read_reports, supervise};
 
@@ -186,8 +192,18 @@ pub fn run(
     prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
 
     // The mount guard's handles, before init mounts its /proc. Without
-    // them the run goes on unguarded, as every other helper's does.
-    let (mut guard, mut guard_note) = match Guard::open(pid1, plan.init_outlives_stub) {
+    // them the run goes on unguarded, as every other helper's does. Its
+    // rename watches' instance is held past the stub's exit by init where
+    // init outlives the stub, and on the capability-free way under
+    // bubblewrap by a holder (below).
+    let held = if plan.init_outlives_stub {
+        Some("init (with the mount namespace)")
+    } else if matches!(plan.way, Way::CapabilityFree { .. }) && pid1.is_bubblewrap() {
+        Some("a holder process")
+    } else {
+        None
+    };
+    let (mut guard, mut guard_note) = match Guard::open(pid1, held) {
         Ok(g) => (Some(g), String::new()),
         Err(why) => (None, format!("mount guard: off ({why})")),
     };
@@ -197,6 +213,11 @@ pub fn run(
     // init mounts and the worker makes its filters, and turns its key of
     // the worker's gate once the check held.
     if let (Way::CapabilityFree { .. }, Some(g)) = (plan.way, guard.as_mut()) {
+        if let Some(fd) = g.instance_to_hold().map(|fd| fd.as_raw_fd()) {
+            if start_holder(fd).is_err() {
+                g.keep_instance();
+            }
+        }
         if let Err(lost) = g.start().and_then(|()| g.check()) {
             return Ok(refused_before_start(lost, observer, observe_errors, &ours));
         }

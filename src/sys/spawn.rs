@@ -258,6 +258,22 @@ pub fn spawn_shared<F: FnOnce() + 'static>(
     Ok(pid)
 }
 
+/// As [`spawn_shared`], with the child made this process's sibling
+/// (`CLONE_PARENT`): its parent is this process's parent, which reaps it,
+/// so this process has no child to wait for and may exit first. Under the
+/// same rules for `child` (raw calls only, no allocation, `'static`
+/// data); the stack stays mapped. Refused (EINVAL) to the init of a PID
+/// namespace.
+pub fn spawn_sibling<F: FnOnce() + 'static>(
+    mut stack: Stack,
+    child: F,
+) -> Result<libc::pid_t, Errno> {
+    // The kernel gives a CLONE_PARENT child this process's exit signal.
+    let pid = spawn_on(&mut stack, libc::CLONE_PARENT, child)?;
+    std::mem::forget(stack);
+    Ok(pid)
+}
+
 /// `_exit(2)`: leave without running destructors or flushing stdio, as a
 /// forked child must.
 pub fn exit_now(code: i32) -> ! {
