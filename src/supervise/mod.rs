@@ -282,11 +282,10 @@ pub fn run(
             // The command's orphans come back to the stub, which reaps them
             // and ends those left when the worker is done.
             prctl::set_child_subreaper(true).map_err(|e| Error::setup(Step::Subreaper, e))?;
-            // Returns once the worker has exec'd or exited (CLONE_VFORK),
-            // so its stack can go with this frame.
+            // Returns once the worker has exec'd or exited (CLONE_VFORK).
             let mut stack =
                 sys::Stack::new(WORKER_STACK).map_err(|e| Error::setup(Step::ForkWorker, e))?;
-            sys::spawn_vfork(&mut stack, 0, move || {
+            let worker = sys::spawn_vfork(&mut stack, 0, move || {
                 inner.chan.arm_parent_death(inner.stub_ends);
                 worker::run(
                     inner.plan,
@@ -296,7 +295,12 @@ pub fn run(
                     None,
                 )
             })
-            .map_err(|e| Error::setup(Step::ForkWorker, e))?
+            .map_err(|e| Error::setup(Step::ForkWorker, e))?;
+            // Kept mapped, as every stack of the run is: the holder
+            // (holder.rs) shares this memory, and an munmap would
+            // interrupt the CPU it last ran on to flush its TLB.
+            std::mem::forget(stack);
+            worker
         }
     };
     drop(theirs);

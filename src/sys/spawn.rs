@@ -249,13 +249,8 @@ pub fn spawn_vfork<F: FnOnce()>(
 /// wrappers, which leave errno and all other libc state alone. init and
 /// the worker keep to that (supervise/, worker.rs). The stack is the
 /// child's for the rest of this process's life: never unmapped.
-pub fn spawn_shared<F: FnOnce() + 'static>(
-    mut stack: Stack,
-    child: F,
-) -> Result<libc::pid_t, Errno> {
-    let pid = spawn_on(&mut stack, libc::SIGCHLD, child)?;
-    std::mem::forget(stack);
-    Ok(pid)
+pub fn spawn_shared<F: FnOnce() + 'static>(stack: Stack, child: F) -> Result<libc::pid_t, Errno> {
+    spawn_keeping_stack(stack, libc::SIGCHLD, child)
 }
 
 /// As [`spawn_shared`], with the child made this process's sibling
@@ -264,12 +259,19 @@ pub fn spawn_shared<F: FnOnce() + 'static>(
 /// same rules for `child` (raw calls only, no allocation, `'static`
 /// data); the stack stays mapped. Refused (EINVAL) to the init of a PID
 /// namespace.
-pub fn spawn_sibling<F: FnOnce() + 'static>(
+pub fn spawn_sibling<F: FnOnce() + 'static>(stack: Stack, child: F) -> Result<libc::pid_t, Errno> {
+    // The kernel gives a CLONE_PARENT child this process's exit signal.
+    spawn_keeping_stack(stack, libc::CLONE_PARENT, child)
+}
+
+/// [`spawn_on`] with the stack left mapped for the rest of this process's
+/// life: the child may run on it after this process has gone on.
+fn spawn_keeping_stack<F: FnOnce() + 'static>(
     mut stack: Stack,
+    flags: libc::c_int,
     child: F,
 ) -> Result<libc::pid_t, Errno> {
-    // The kernel gives a CLONE_PARENT child this process's exit signal.
-    let pid = spawn_on(&mut stack, libc::CLONE_PARENT, child)?;
+    let pid = spawn_on(&mut stack, flags, child)?;
     std::mem::forget(stack);
     Ok(pid)
 }
