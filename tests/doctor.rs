@@ -378,8 +378,11 @@ fn a_step_that_never_answers_is_cut_off_and_leaves_nothing_running() {
                     .is_ok_and(|s| s.contains(") Z "));
             assert!(gone, "pid {pid} left running ({ctx})");
         }
-        // Bounded: two one-second steps, not the default 5 + 20 s.
-        assert!(took.as_secs() < 15, "took {took:?}");
+        // Bounded: two one-second steps, not the default 5 + 20 s. Not a
+        // speed bound: the defaults would take 25 s at least, the limits
+        // about 5 s here, and a loaded CI machine took 16.6 s once with
+        // the other doctor tests running beside it.
+        assert!(took.as_secs() < 24, "took {took:?}");
     }
 }
 
