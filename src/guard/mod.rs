@@ -157,6 +157,7 @@ impl Guard {
         };
         // Refused here, the start refuses the run with the same words.
         let for_init = held_by.and(renames::instance().ok());
+        let held_by = held_by.filter(|_| for_init.is_some());
         Ok(Guard {
             proc_dir,
             mountinfo: fd,

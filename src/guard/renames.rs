@@ -139,11 +139,6 @@ impl Renames {
         })
     }
 
-    /// Whether init holds the instance.
-    pub(super) fn held_by_init(&self) -> bool {
-        self.held_by_init
-    }
-
     pub(super) fn fd(&self) -> BorrowedFd<'_> {
         self.inotify.as_fd()
     }

@@ -64,7 +64,7 @@ impl Guard {
                 ", so protecting nothing in this sandbox: "
             },
             covered.join(", "),
-            match self.held_by.filter(|_| renames.held_by_init()) {
+            match self.held_by {
                 Some(who) => format!("; {who} releases the watches after the stub's exit"),
                 None => String::new(),
             },

@@ -2,7 +2,9 @@
 //! keeps the mount guard's inotify instance until the stub has exited
 //! (supervise/mod.rs starts it before the guard's watches are made).
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
+
+use nix::errno::Errno;
 
 use crate::sys;
 
@@ -23,7 +25,7 @@ const HOLDER_STACK: usize = 32 * 1024;
 /// stub, which polls readable once the stub has exited: then it exits. It
 /// runs outside the command's Landlock domain, as the stub does, which
 /// bars the command from tracing or signalling it. Raw calls only.
-pub(super) fn start_holder(inotify: std::os::fd::RawFd) -> Result<(), nix::errno::Errno> {
+pub(super) fn start_holder(inotify: RawFd) -> Result<(), Errno> {
     let stub = sys::pidfd_open(sys::raw_getpid())?;
     let stack = sys::Stack::new(HOLDER_STACK)?;
     let watch = stub.as_raw_fd();

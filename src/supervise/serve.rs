@@ -331,10 +331,10 @@ pub(super) fn tree(root: libc::pid_t) -> Vec<libc::pid_t> {
 /// stub, so the list is read again until nothing is left to reap. Where
 /// `/proc` cannot be read, only the finished ones are reaped. Each process
 /// the command left descends from the stub (an orphan comes back to it, or
-/// to a subreaper below it), so where the stub has no child left there is
-/// none: one `wait4` says so (ECHILD), and the list is not read.
+/// to a subreaper below it), so where the stub has no child left
+/// (`sys::no_child_left`) there is none, and the list is not read.
 pub(super) fn end_leftovers() {
-    if sys::reap_any(false) == Err(Errno::ECHILD) {
+    if sys::no_child_left() {
         return;
     }
     loop {

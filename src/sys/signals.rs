@@ -94,20 +94,14 @@ pub fn reap_any(untraced: bool) -> Result<Option<(libc::pid_t, Ended)>, Errno> {
     Ok(Some((pid, ended)))
 }
 
-/// init's end where it outlives the stub: SIGKILL to every other
-/// process of its PID namespace (`kill(-1)` from its init reaches all of
-/// them, never itself), then every child reaped, blocking, until there is
-/// none (ECHILD). What the end of the namespace would do, before init's
-/// own exit instead of in it. Raw calls only: init runs this.
-///
-/// Every other process of the namespace descends from init (each was
-/// made inside it, by the worker or a descendant; an orphan goes to init
-/// or to a subreaper below it), so where init has no child left there is
-/// none: one `wait4` that answers ECHILD, and no `kill(-1)`, which walks
-/// every process of the machine to find those of the namespace.
-pub fn end_all_others() {
+/// `wait4(-1, WNOHANG|__WALL)` answered ECHILD: this process has no child,
+/// running or ended (one that had ended may be reaped by the call). Every
+/// process a run's command leaves descends from the process that ends
+/// them (init; the capability-free stub, a subreaper), so where it has no
+/// child there is nothing to end. Raw: init calls it.
+pub fn no_child_left() -> bool {
     // SAFETY: no status pointer, no rusage: nothing is written back.
-    let first = raw_result(unsafe {
+    let answer = raw_result(unsafe {
         syscall6(
             libc::SYS_wait4,
             [
@@ -120,7 +114,22 @@ pub fn end_all_others() {
             ],
         )
     });
-    if first == Err(Errno::ECHILD) {
+    answer == Err(Errno::ECHILD)
+}
+
+/// init's end where it outlives the stub: SIGKILL to every other
+/// process of its PID namespace (`kill(-1)` from its init reaches all of
+/// them, never itself), then every child reaped, blocking, until there is
+/// none (ECHILD). What the end of the namespace would do, before init's
+/// own exit instead of in it. Raw calls only: init runs this.
+///
+/// Every other process of the namespace descends from init (each was
+/// made inside it, by the worker or a descendant; an orphan goes to init
+/// or to a subreaper below it), so where init has no child left
+/// ([`no_child_left`]) there is none, and no `kill(-1)`, which walks every
+/// process of the machine to find those of the namespace.
+pub fn end_all_others() {
+    if no_child_left() {
         return;
     }
     let _ = numeric(
