@@ -107,7 +107,7 @@ impl Step {
             Step::Dumpable => "prctl(PR_SET_DUMPABLE)",
             Step::ClearAmbient => "prctl(PR_CAP_AMBIENT_CLEAR_ALL)",
             Step::Signals => "block forwarded signals",
-            Step::ControlChannel => "socketpair(control channel)",
+            Step::ControlChannel => "pipe2(control channel)",
             Step::Fork => "fork",
             Step::ParentDeathSignal => "prctl(PR_SET_PDEATHSIG)",
             Step::MountPrivate => "mount(/, MS_REC|MS_PRIVATE)",

@@ -95,6 +95,13 @@ impl Report {
         ]
     }
 
+    /// The reports of one read of the control channel: a pipe, whose
+    /// 8-byte writes each arrive whole, so a read returns some number of
+    /// them; anything unknown is skipped.
+    pub fn decode_all(b: &[u8]) -> impl Iterator<Item = Report> + '_ {
+        b.chunks_exact(Report::SIZE).filter_map(Report::decode)
+    }
+
     pub fn decode(b: &[u8]) -> Option<Report> {
         if b.len() != Report::SIZE {
             return None;
@@ -115,14 +122,14 @@ impl Report {
     }
 }
 
-/// The inner end of the control channel, as seen by init and the worker
+/// The write end of the control channel (a pipe), as seen by init and the worker
 /// (a descriptor number: they share the stub's memory, not its file
 /// table, and close what they do not need with raw calls).
 #[derive(Clone, Copy)]
 pub struct Channel(RawFd);
 
 impl Channel {
-    /// The inner end of the channel, as a descriptor number.
+    /// The write end of the channel, as a descriptor number.
     pub fn new(fd: RawFd) -> Channel {
         Channel(fd)
     }
@@ -162,7 +169,7 @@ impl Channel {
     /// worker): closes the stub's ends of the channels in its own file
     /// table, asks for SIGKILL when the stub dies, and checks the stub did
     /// not die before that took effect (its end of this channel is then
-    /// closed: POLLHUP). Raw calls only.
+    /// closed: POLLERR on this write end). Raw calls only.
     pub fn arm_parent_death(self, stub_ends: [Option<RawFd>; 2]) {
         for fd in stub_ends.into_iter().flatten() {
             sys::raw_close(fd);
@@ -198,5 +205,12 @@ mod tests {
         assert_eq!(Report::decode(&status.encode()), Some(status));
         assert_eq!(Report::decode(&[9, 1, 0, 0, 0, 0, 0, 0]), None);
         assert_eq!(Report::decode(&[1, 1, 0]), None);
+        // Two reports written back to back come out of one read together.
+        let mut both = r.encode().to_vec();
+        both.extend(status.encode());
+        assert_eq!(
+            Report::decode_all(&both).collect::<Vec<_>>(),
+            vec![r, status]
+        );
     }
 }

@@ -128,7 +128,7 @@ const SETUP_CALLS: [(&str, &str); 25] = [
     ("seccomp", "EINVAL"),
     ("clone|fork", "EAGAIN"),
     ("execve", "EACCES"),
-    ("socketpair", "EMFILE"),
+    ("pipe2", "EMFILE"),
     ("rt_sigprocmask", "EINVAL"),
     ("rt_sigaction", "EINVAL"),
     ("rt_sigtimedwait", "EINVAL"),

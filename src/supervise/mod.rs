@@ -62,10 +62,11 @@
 //! sendmsg, execve (through execvp's search), write of an 8-byte report,
 //! `_exit`.
 //!
-//! The control channel is a SOCK_SEQPACKET pair: the inner processes write
-//! fixed 8-byte reports to their end (close-on-exec, so the command never
-//! holds it); the stub reads them once its child is reaped. The inner end
-//! also tells init whether the stub is still alive (POLLHUP once it is not).
+//! The control channel is a pipe: the inner processes write fixed 8-byte
+//! reports to its write end (close-on-exec, so the command never holds
+//! it; each write is one atomic unit, so a read returns whole reports);
+//! the stub reads them once its child is reaped. The write end also tells
+//! init whether the stub is still alive (POLLERR once no reader is left).
 //!
 //! This file builds the tree and waits for it (`run`); serve.rs is the
 //! stub's side while the command runs (signals, reports, observation, the
@@ -74,6 +75,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
+use nix::fcntl::OFlag;
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
@@ -158,13 +160,11 @@ pub fn run(
     let mut original = SigSet::empty();
     sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut original))
         .map_err(|e| Error::setup(Step::Signals, e))?;
-    let (ours, theirs) = socketpair(
-        AddressFamily::Unix,
-        SockType::SeqPacket,
-        None,
-        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
-    )
-    .map_err(|e| Error::setup(Step::ControlChannel, e))?;
+    // A pipe: half the kernel's work of a socket pair (one inode, no
+    // socket structures), and the same end of file once every writer has
+    // gone. The stub reads, init and the worker write.
+    let (ours, theirs) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
+        .map_err(|e| Error::setup(Step::ControlChannel, e))?;
     // The worker passes the observe filter's listener over this one.
     // Fail-open: without it the run goes on unobserved.
     let mut observe_errors = Vec::new();

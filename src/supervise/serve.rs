@@ -101,16 +101,19 @@ fn read_control(
     loop {
         match nix::unistd::read(control.as_fd(), &mut buf) {
             Ok(0) => return Read::Closed,
-            Ok(n) => match Report::decode(&buf[..n]) {
-                Some(r) if r.kind == Kind::Exited => return Read::Exited(r.errno),
-                Some(r) if r.kind == Kind::Stopped => {
-                    if let Some(j) = job {
-                        j.command_stopped(r.errno, child, way);
+            Ok(n) => {
+                for r in Report::decode_all(&buf[..n]) {
+                    match r.kind {
+                        Kind::Exited => return Read::Exited(r.errno),
+                        Kind::Stopped => {
+                            if let Some(j) = job {
+                                j.command_stopped(r.errno, child, way);
+                            }
+                        }
+                        _ => early.push(r),
                     }
                 }
-                Some(r) => early.push(r),
-                None => {}
-            },
+            }
             Err(Errno::EINTR) => {}
             Err(_) => return Read::Open,
         }
@@ -367,9 +370,7 @@ pub(super) fn read_reports(ours: &OwnedFd) -> Vec<Report> {
         if n == 0 {
             break;
         }
-        if let Some(r) = Report::decode(&buf[..n]) {
-            reports.push(r);
-        }
+        reports.extend(Report::decode_all(&buf[..n]));
     }
     reports
 }
