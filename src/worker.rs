@@ -1,9 +1,9 @@
 //! The worker, PID 2 (or, on the capability-free way, the stub's own
 //! child): the last steps before the command.
 //!
-//! Runs between clone and exec in the stub's memory: on the namespace way
-//! while init and the stub run on (sys::spawn_shared), on the
-//! capability-free way its parent suspended (sys::spawn_vfork). No
+//! Runs between clone and exec in the stub's memory, while the stub (and
+//! on the namespace way init) runs on (sys::spawn_shared), and waits at
+//! the gate for their keys before the exec. No
 //! allocation, no formatting, no panics, and only `sys`'s raw system calls
 //! (supervise/mod.rs says why). Calls made: rt_sigprocmask, setpgid, prctl
 //! (no_new_privs), landlock_restrict_self (capability-free way only),

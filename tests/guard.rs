@@ -413,10 +413,12 @@ fn a_protection_removed_before_the_helper_starts_keeps_the_command_from_running(
     }
 }
 
-/// The worker waits for the check: with strace (inside the sandbox)
-/// holding each of the stub's reads of the mount table for 300 ms, a
+/// The worker waits for the check, on either way in (it starts before
+/// the check on both): with strace (inside the sandbox) holding each of
+/// the stub's `statx` calls (the check of each destination) for 300 ms, a
 /// placeholder already gone still keeps the command from running. Without
-/// the wait, the command would run during the hold.
+/// the wait, the command would run during the hold (checked: a worker
+/// that did not wait for the stub's key printed "ran").
 #[test]
 fn the_command_waits_for_the_check_however_long_it_takes() {
     if !have_bwrap() {
@@ -429,22 +431,24 @@ fn the_command_waits_for_the_check_however_long_it_takes() {
     let Some(probe) = fixture().probe() else {
         return;
     };
-    for user in users() {
-        let dir = folder(user, "slow");
-        let helper = fixture().helper.display();
-        // The command is the static probe: no loader, so no pread64 of its
-        // own for strace to hold.
-        let exec = format!(
-            "{s} -f -qq -o /dev/null -e trace=pread64 -e inject=pread64:delay_enter=300000 \
-             {helper} {p} ran",
-            s = strace.display(),
-            p = probe.display()
-        );
-        let (status, out, err) = delete_placeholder_then_exec(user, &dir, &exec);
-        let ctx = format!("{user:?}: {status:?}\n{out}\n{err}");
-        assert_eq!(status.code(), Some(125), "{ctx}");
-        assert!(!out.contains("ran"), "{ctx}");
-        assert!(err.contains("the command did not run"), "{ctx}");
+    for way in WAYS {
+        for user in users() {
+            let dir = folder(user, "slow");
+            let helper = fixture().helper.display();
+            // The command is the static probe: no loader, so no statx of
+            // its own for strace to hold.
+            let inner = way.args(&[probe.to_str().unwrap(), "ran"]).join(" ");
+            let exec = format!(
+                "{s} -f -qq -o /dev/null -e trace=statx -e inject=statx:delay_enter=300000 \
+                 {helper} {inner}",
+                s = strace.display(),
+            );
+            let (status, out, err) = delete_placeholder_then_exec(user, &dir, &exec);
+            let ctx = format!("{way:?} {user:?}: {status:?}\n{out}\n{err}");
+            assert_eq!(status.code(), Some(125), "{ctx}");
+            assert!(!out.contains("ran"), "{ctx}");
+            assert!(err.contains("the command did not run"), "{ctx}");
+        }
     }
 }
 

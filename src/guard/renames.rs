@@ -23,7 +23,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, open, readlinkat};
+use nix::fcntl::{AT_FDCWD, OFlag, openat, readlinkat};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use nix::sys::stat::Mode;
 
@@ -150,7 +150,9 @@ impl Renames {
         if let Some((_, known)) = self.resolved.iter().find(|(f, _)| f == folder) {
             return known.clone();
         }
-        let real = open(
+        // openat, not open: musl follows an O_CLOEXEC open with an fcntl.
+        let real = openat(
+            AT_FDCWD,
             OsStr::from_bytes(folder),
             OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
             Mode::empty(),
@@ -312,7 +314,8 @@ mod tests {
         std::fs::write(dir.join("sub/a"), "").unwrap();
         std::fs::write(dir.join("b"), "").unwrap();
         std::fs::write(dir.join("other"), "").unwrap();
-        let proc_dir = open(
+        let proc_dir = openat(
+            AT_FDCWD,
             "/proc",
             OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
             Mode::empty(),

@@ -207,22 +207,18 @@ pub fn run(
         Ok(g) => (Some(g), String::new()),
         Err(why) => (None, format!("mount guard: off ({why})")),
     };
-    // On the capability-free way the stub checks before the worker
-    // starts (it sleeps while the worker runs to its exec, and the run
-    // makes no mounts of its own); on the namespace way it checks while
-    // init mounts and the worker makes its filters, and turns its key of
-    // the worker's gate once the check held.
+    // The stub checks while the worker makes its last steps (and on the
+    // namespace way while init mounts), and turns its key of the worker's
+    // gate once the check held (below). On the capability-free way the
+    // holder takes its copy of the watches' instance first.
     if let (Way::CapabilityFree { .. }, Some(g)) = (plan.way, guard.as_mut()) {
         if let Some(fd) = g.instance_to_hold().map(|fd| fd.as_raw_fd()) {
             if start_holder(fd).is_err() {
                 g.keep_instance();
             }
         }
-        if let Err(lost) = g.start().and_then(|()| g.check()) {
-            return Ok(refused_before_start(lost, observer, observe_errors, &ours));
-        }
     }
-    let guard_key = matches!((plan.way, &guard), (Way::Namespaces { .. }, Some(_)));
+    let guard_key = guard.is_some();
     // The caller's terminal: the command's group gets its foreground if
     // the stub's group has it, and its stops are passed up (terminal.rs).
     let terminal = Terminal::open();
@@ -244,7 +240,7 @@ pub fn run(
             Some(ours.as_raw_fd()),
             listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
         ],
-        keys: 1 + u32::from(guard_key),
+        keys: u32::from(guard_key) + u32::from(matches!(plan.way, Way::Namespaces { .. })),
         cpus: None,
     };
     let child = match plan.way {
@@ -282,25 +278,25 @@ pub fn run(
             // The command's orphans come back to the stub, which reaps them
             // and ends those left when the worker is done.
             prctl::set_child_subreaper(true).map_err(|e| Error::setup(Step::Subreaper, e))?;
-            // Returns once the worker has exec'd or exited (CLONE_VFORK).
-            let mut stack =
+            // The worker runs on in this memory (sys::spawn_shared), as
+            // init's does: its no_new_privs, Landlock domain and filters
+            // (~25 us of the kernel's each) while the stub starts and
+            // checks the mount guard, whose key of the gate it waits for.
+            // Its stack stays mapped for the life of this process.
+            let stack =
                 sys::Stack::new(WORKER_STACK).map_err(|e| Error::setup(Step::ForkWorker, e))?;
-            let worker = sys::spawn_vfork(&mut stack, 0, move || {
+            let gate = (inner.keys > 0).then_some((&GATE, inner.keys));
+            sys::spawn_shared(stack, move || {
                 inner.chan.arm_parent_death(inner.stub_ends);
                 worker::run(
                     inner.plan,
                     inner.original,
                     inner.chan,
                     inner.listener_chan,
-                    None,
+                    gate,
                 )
             })
-            .map_err(|e| Error::setup(Step::ForkWorker, e))?;
-            // Kept mapped, as every stack of the run is: the holder
-            // (holder.rs) shares this memory, and an munmap would
-            // interrupt the CPU it last ran on to flush its TLB.
-            std::mem::forget(stack);
-            worker
+            .map_err(|e| Error::setup(Step::ForkWorker, e))?
         }
     };
     drop(theirs);
@@ -310,10 +306,11 @@ pub fn run(
         stub_end
     });
     let child = Pid::from_raw(child);
-    // The watches and the check while init mounts; then the stub's key.
-    // A loss ends init, and the waiting worker with it, unrun. A loss
-    // after the check is the poll's (serve.rs), on bubblewrap's mount
-    // table, which init's own mounts leave alone.
+    // The watches and the check while init mounts (on the capability-free
+    // way, while the worker makes its filters); then the stub's key. A
+    // loss ends init, and the waiting worker with it (or the worker),
+    // unrun. A loss after the check is the poll's (serve.rs), on
+    // bubblewrap's mount table, which init's own mounts leave alone.
     if let (true, Some(g)) = (guard_key, guard.as_mut()) {
         if let Err(lost) = g.start().and_then(|()| g.check()) {
             end_child(child);

@@ -1,9 +1,10 @@
 //! Process creation: `clone` with a call on a borrowed, guarded stack
-//! (`spawn_shared` makes init in the stub's memory, and init's worker;
-//! `spawn_vfork` the capability-free way's worker and the namespace
-//! probe), `_exit`, `fork` (the race tester), and the race tester's
-//! exiting thread. Called by the stub (init, the probe), by init (the
-//! worker) and by the race tester.
+//! (`spawn_shared` makes init in the stub's memory, init's worker and the
+//! capability-free way's worker; `spawn_sibling` the capability-free
+//! way's holder; `spawn_vfork` the namespace probe), `_exit`, `fork` (the
+//! race tester), and the race tester's exiting thread. Called by the stub
+//! (init, the capability-free worker, the holder, the probe), by init
+//! (the worker) and by the race tester.
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
