@@ -87,6 +87,36 @@ fn the_command_cannot_reach_the_inner_init_or_anything_outside() {
     }
 }
 
+/// Under bubblewrap init outlives the stub and sends the command's status
+/// over the control channel (a pipe, whose reads may join reports) after
+/// what it reported before: as root, bubblewrap's `--proc` refuses init a
+/// fresh `/proc`, a tolerated failure reported at the start. Both reach
+/// the caller, and the status is the command's.
+#[test]
+fn under_bubblewrap_inits_early_report_and_the_status_both_arrive() {
+    if !common::is_root() {
+        common::skip("not running as root: bubblewrap refuses /proc to root callers only");
+        return;
+    }
+    if common::which("bwrap").is_none() {
+        common::skip("bubblewrap (bwrap) is not installed");
+        return;
+    }
+    let out = helper(
+        Place::Bwrap,
+        User::Root,
+        &[("SRT_DEBUG", "1")],
+        &["/bin/sh", "-c", "exit 7"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("apply-seccomp: mount(/proc): Operation not permitted (tolerated)"),
+        "{err}"
+    );
+    assert!(err.contains("apply-seccomp: exit status 7"), "{err}");
+}
+
 /// Row 16 on the capability-free way: no PID namespace, so the command
 /// sees the processes around it (the host's, or bubblewrap's), and the
 /// Landlock domain must keep every one of them out of its reach: no
