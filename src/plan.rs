@@ -122,9 +122,9 @@ impl Report {
     }
 }
 
-/// The write end of the control channel (a pipe), as seen by init and the worker
-/// (a descriptor number: they share the stub's memory, not its file
-/// table, and close what they do not need with raw calls).
+/// The write end of the control channel (a pipe), as seen by init and
+/// the worker (a descriptor number: they share the stub's memory, not its
+/// file table, and close what they do not need with raw calls).
 #[derive(Clone, Copy)]
 pub struct Channel(RawFd);
 

@@ -35,8 +35,9 @@ pub(super) struct InitArgs {
     /// The stub's ends of the channels: init's (or the worker's) copies
     /// are closed.
     pub(super) stub_ends: [Option<RawFd>; 2],
-    /// The keys the worker's gate needs ([`GATE`]): init's, and the
-    /// stub's where the mount guard checks before the start.
+    /// The keys the worker's gate needs ([`GATE`]): init's (namespace way),
+    /// and the stub's where the mount guard checks before the start; none
+    /// on the capability-free way without a guard (no gate).
     pub(super) keys: u32,
     /// The CPUs the stub had, where it kept itself on one for init's start
     /// (mod.rs): init gives them back to itself before the worker starts,

@@ -12,11 +12,12 @@ use nix::errno::Errno;
 // Raw system calls.
 //
 // init runs in the outer stub's memory while the stub runs on, and the
-// worker in the same memory until its exec ([`spawn_shared`]). libc's errno is a word in that memory which the stub
-// reads after its own failed calls, so init and the worker must not write
-// it, nor any other libc state: they make system calls only through these
-// wrappers, which issue the instruction directly and return the kernel's
-// -errno as the value.
+// worker in the same memory until its exec ([`spawn_shared`]). libc's
+// errno is a word in that memory which the stub reads after its own
+// failed calls, so init and the worker must not write it, nor any other
+// libc state: they make system calls only through these wrappers, which
+// issue the instruction directly and return the kernel's -errno as the
+// value.
 
 /// The system call instruction: `nr` with six arguments; the kernel's
 /// return value, -4095..=-1 being an error.
