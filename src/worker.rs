@@ -3,8 +3,8 @@
 //!
 //! Runs between clone and exec in the stub's memory, while the stub (and
 //! on the namespace way init) runs on (sys::spawn_shared), and waits at
-//! the gate for their keys before the exec. No
-//! allocation, no formatting, no panics, and only `sys`'s raw system calls
+//! the gate for their keys before the exec. No allocation, no
+//! formatting, no panics, and only `sys`'s raw system calls
 //! (supervise/mod.rs says why). Calls made: rt_sigprocmask, setpgid, prctl
 //! (no_new_privs), landlock_restrict_self (capability-free way only),
 //! seccomp (the unix filter; the observe filter when the run is observed,
@@ -31,7 +31,7 @@ pub fn run(
     original_mask: SigSet,
     chan: Channel,
     listener_chan: Option<RawFd>,
-    gate: Option<(&'static sys::Gate, u32)>,
+    (gate, keys): (&'static sys::Gate, u32),
 ) -> ! {
     if let Err(e) = sys::set_sigmask(original_mask.as_ref()) {
         chan.fail(Step::Signals, e);
@@ -92,12 +92,11 @@ pub fn run(
         }
         let _ = sys::set_sigmask(original_mask.as_ref());
     }
-    // On the namespace way, init's mounts (and the stub's mount guard
-    // check) are made meanwhile: the command runs only once each held.
-    if let Some((gate, keys)) = gate {
-        if let Err(e) = gate.wait(keys) {
-            chan.fail(Step::Gate, e);
-        }
+    // init's mounts (namespace way) and the stub's mount guard check are
+    // made meanwhile: the command runs only once each held. With no key to
+    // wait for (the capability-free way without a guard), no call.
+    if let Err(e) = gate.wait(keys) {
+        chan.fail(Step::Gate, e);
     }
     let err = errno(&sys::execvp(plan.exec));
     chan.report(Kind::Fatal, Step::Exec, err);

@@ -125,7 +125,7 @@ pub struct Guard {
     /// The inotify instance for them, made before init (or the holder)
     /// starts where that process holds it past the stub's exit (its copy
     /// of the stub's descriptors).
-    for_init: Option<Inotify>,
+    to_hold: Option<Inotify>,
     /// Who holds that instance past the stub's exit, for `SRT_DEBUG`.
     held_by: Option<&'static str>,
     found: Found,
@@ -156,14 +156,14 @@ impl Guard {
             None => return Err("bubblewrap's mountinfo was not opened".into()),
         };
         // Refused here, the start refuses the run with the same words.
-        let for_init = held_by.and(renames::instance().ok());
-        let held_by = held_by.filter(|_| for_init.is_some());
+        let to_hold = held_by.and(renames::instance().ok());
+        let held_by = held_by.filter(|_| to_hold.is_some());
         Ok(Guard {
             proc_dir,
             mountinfo: fd,
             watched: Vec::new(),
             renames: None,
-            for_init,
+            to_hold,
             held_by,
             found: Found::default(),
         })
@@ -177,13 +177,13 @@ impl Guard {
     /// (init, or on the capability-free way the holder), before that
     /// process starts.
     pub fn instance_to_hold(&self) -> Option<BorrowedFd<'_>> {
-        self.for_init.as_ref().map(AsFd::as_fd)
+        self.to_hold.as_ref().map(AsFd::as_fd)
     }
 
     /// The holder could not be started: the watches go on an instance of
     /// the stub's own, released by the stub as the run ends.
     pub fn keep_instance(&mut self) {
-        self.for_init = None;
+        self.to_hold = None;
         self.held_by = None;
     }
 
@@ -255,7 +255,7 @@ impl Guard {
         // The watches before the check: a rename between the check and the
         // watch would go unseen.
         let watching_since = Instant::now();
-        let mut renames = Renames::new(self.for_init.take())
+        let mut renames = Renames::new(self.to_hold.take())
             .map_err(|e| Lost::unwatchable(format!("inotify_init1: {}", e.desc())))?;
         for (i, w) in self.watched.iter().enumerate() {
             renames

@@ -61,24 +61,26 @@ pub(super) struct Renames {
     resolved: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     /// Folders that could not be watched, for `SRT_DEBUG`.
     pub(super) unwatched: usize,
-    /// init holds the instance too, and releases it after the stub's exit
-    /// (plan.rs, `init_outlives_stub`): nothing to wait for here.
-    held_by_init: bool,
+    /// Another process holds the instance too (init where it outlives the
+    /// stub, plan.rs; the capability-free way's holder, supervise/holder.rs)
+    /// and releases it after the stub's exit: nothing to wait for here.
+    held_elsewhere: bool,
 }
 
 /// Closing an inotify instance that still has watches waits for the
 /// kernel's fsnotify grace period (`synchronize_srcu`): 10-15 ms here, on
 /// every guarded run's exit, which bubblewrap's exit then waits for. Where
-/// init holds the instance too, the stub's close is not the last and costs
-/// nothing. Otherwise (the capability-free way): with the watches removed first
-/// and the stub off the CPU for a moment (a sleep of a nanosecond: one
+/// init or the capability-free way's holder holds the instance too, the
+/// stub's close is not the last and costs nothing. Otherwise (no holder
+/// could be started): with the watches removed first and the stub off the
+/// CPU for a moment (a sleep of a nanosecond: one
 /// timer-slack wait, 60-180 us), the close takes 50-150 us: measured slow
 /// in 95 of 100 closes without, 1 of 100 with (a busy wait of 1 ms does
 /// not help, nor removing the watches earlier and then blocking in `poll`
 /// until init's exit: 20 ms a run again; the sleep does).
 impl Drop for Renames {
     fn drop(&mut self) {
-        if self.held_by_init {
+        if self.held_elsewhere {
             return;
         }
         let mut removed = false;
@@ -121,11 +123,11 @@ fn steps(path: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 }
 
 impl Renames {
-    /// The watches, on `held_by_init` (an instance made before init
+    /// The watches, on `held` (an instance made before init or the holder
     /// started, which holds a copy) or on a new instance.
-    pub(super) fn new(held_by_init: Option<Inotify>) -> Result<Renames, Errno> {
-        let by_init = held_by_init.is_some();
-        let inotify = match held_by_init {
+    pub(super) fn new(held: Option<Inotify>) -> Result<Renames, Errno> {
+        let held_elsewhere = held.is_some();
+        let inotify = match held {
             Some(inotify) => inotify,
             None => instance()?,
         };
@@ -135,7 +137,7 @@ impl Renames {
             asked: Vec::new(),
             resolved: Vec::new(),
             unwatched: 0,
-            held_by_init: by_init,
+            held_elsewhere,
         })
     }
 

@@ -74,7 +74,7 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     // and the stub soon after).
     let worker = sys::Stack::new(WORKER_STACK).and_then(|stack| {
         sys::spawn_shared(stack, move || {
-            worker::run(plan, original, chan, listener_chan, Some((&GATE, keys)));
+            worker::run(plan, original, chan, listener_chan, (&GATE, keys));
         })
     });
     let worker = match worker {

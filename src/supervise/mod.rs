@@ -218,7 +218,6 @@ pub fn run(
             }
         }
     }
-    let guard_key = guard.is_some();
     // The caller's terminal: the command's group gets its foreground if
     // the stub's group has it, and its stops are passed up (terminal.rs).
     let terminal = Terminal::open();
@@ -240,7 +239,8 @@ pub fn run(
             Some(ours.as_raw_fd()),
             listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
         ],
-        keys: u32::from(guard_key) + u32::from(matches!(plan.way, Way::Namespaces { .. })),
+        // init's (namespace way) and the stub's (the guard's check).
+        keys: u32::from(matches!(plan.way, Way::Namespaces { .. })) + u32::from(guard.is_some()),
         cpus: None,
     };
     let child = match plan.way {
@@ -285,7 +285,6 @@ pub fn run(
             // Its stack stays mapped for the life of this process.
             let stack =
                 sys::Stack::new(WORKER_STACK).map_err(|e| Error::setup(Step::ForkWorker, e))?;
-            let gate = (inner.keys > 0).then_some((&GATE, inner.keys));
             sys::spawn_shared(stack, move || {
                 inner.chan.arm_parent_death(inner.stub_ends);
                 worker::run(
@@ -293,7 +292,7 @@ pub fn run(
                     inner.original,
                     inner.chan,
                     inner.listener_chan,
-                    gate,
+                    (&GATE, inner.keys),
                 )
             })
             .map_err(|e| Error::setup(Step::ForkWorker, e))?
@@ -311,7 +310,7 @@ pub fn run(
     // loss ends init, and the waiting worker with it (or the worker),
     // unrun. A loss after the check is the poll's (serve.rs), on
     // bubblewrap's mount table, which init's own mounts leave alone.
-    if let (true, Some(g)) = (guard_key, guard.as_mut()) {
+    if let Some(g) = guard.as_mut() {
         if let Err(lost) = g.start().and_then(|()| g.check()) {
             end_child(child);
             return Ok(refused_before_start(lost, observer, observe_errors, &ours));

@@ -44,7 +44,8 @@ impl Gate {
         .map(drop)
     }
 
-    /// Returns once `keys` keys are turned; an error other than the word
+    /// Returns once `keys` keys are turned (at once, with no call, for
+    /// none); an error other than the word
     /// having changed meanwhile (EAGAIN) or a signal (EINTR) is returned,
     /// and the caller must not take the gate as open.
     pub fn wait(&self, keys: u32) -> Result<(), Errno> {

@@ -250,8 +250,8 @@ fn hang_ups(fd: RawFd, timeout: Option<&libc::timespec>) -> Result<libc::c_short
     poll_one(fd, 0, timeout)
 }
 
-/// Whether the other end of `fd` is closed (a socket: POLLHUP; a pipe's
-/// write end: POLLERR once no reader is left): reported at once (a zero
+/// Whether no reader is left at the other end of the pipe whose write
+/// end is `fd` (POLLERR; POLLHUP taken too): reported at once (a zero
 /// timeout).
 pub fn peer_closed(fd: RawFd) -> Result<bool, Errno> {
     let zero = libc::timespec {
