@@ -228,29 +228,38 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// The median of `ratios` and a 95% interval for it: the 2.5th and
-/// 97.5th percentiles of the medians of 2000 resamples of the rounds
-/// (with replacement; a fixed seed, so a rerun of the same numbers gives
-/// the same interval). What one run can tell: an interval that holds 1.00
-/// says "the same as far as this run shows".
+/// The median of `ratios` and a 95% interval for it (see [`interval`]).
+/// What one run can tell: an interval that holds 1.00 says "the same as
+/// far as this run shows".
 fn median_with_interval(ratios: &[f64]) -> (f64, f64, f64) {
+    let (lo, hi) = interval(ratios.len(), |rounds| {
+        median(rounds.iter().map(|&i| ratios[i]).collect())
+    });
+    (median(ratios.to_vec()), lo, hi)
+}
+
+/// A 95% interval for `statistic` of `n` rounds: the 2.5th and 97.5th
+/// percentiles of its values over 2000 resamples of the rounds (with
+/// replacement; a fixed seed, so a rerun of the same numbers gives the
+/// same interval). `statistic` gets the resample's round numbers.
+fn interval(n: usize, statistic: impl Fn(&[usize]) -> f64) -> (f64, f64) {
     let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut medians: Vec<f64> = (0..2000)
+    let mut values: Vec<f64> = (0..2000)
         .map(|_| {
-            let sample = (0..ratios.len())
+            let rounds: Vec<usize> = (0..n)
                 .map(|_| {
                     seed ^= seed << 13;
                     seed ^= seed >> 7;
                     seed ^= seed << 17;
-                    ratios[(seed % ratios.len() as u64) as usize]
+                    (seed % n as u64) as usize
                 })
                 .collect();
-            median(sample)
+            statistic(&rounds)
         })
         .collect();
-    medians.sort_by(|a, b| a.total_cmp(b));
-    let at = |q: f64| medians[((medians.len() - 1) as f64 * q).round() as usize];
-    (median(ratios.to_vec()), at(0.025), at(0.975))
+    values.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    (at(0.025), at(0.975))
 }
 
 /// Whether each timed run follows an untimed run of the same candidate
@@ -389,7 +398,7 @@ fn main() {
         base.as_ref().map_or("none".into(), |(commit, _)| format!("{commit} (ours/baseline: median of ratios; overhead: a run minus the same round's `true`)"))
     );
     println!(
-        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C | ours, capability-free | its overhead / ours | baseline | ours/baseline (95% interval) | overhead ours/baseline |"
+        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C (95% interval) | ours, capability-free | its overhead / ours | baseline | ours/baseline (95% interval) | overhead ours/baseline |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, uid, in_bwrap) in settings {
@@ -415,6 +424,12 @@ fn main() {
         // The helper's own cost: each run minus the same round's `true`.
         let over_o = median(t[io].iter().zip(&t[it]).map(|(o, b)| o - b).collect());
         let over_c = median(t[ic].iter().zip(&t[it]).map(|(c, b)| c - b).collect());
+        // The own-cost ratio's interval: the same ratio of medians over
+        // resampled rounds (issue 25's goal is a bound on it).
+        let (own_lo, own_hi) = interval(t[it].len(), |r| {
+            let over = |i: usize| median(r.iter().map(|&k| t[i][k] - t[it][k]).collect());
+            over(io) / over(ic)
+        });
         let un =
             index(&cands, "unshare").map_or("-".into(), |i| format!("{:.2}", median(t[i].clone())));
         // The capability-free way in (no namespaces, no init) against the
@@ -432,7 +447,7 @@ fn main() {
             )
         });
         println!(
-            "| {name} | {:.2} | {un} | {:.2} | {:.2} | {ratio:.3} | {:.2} / {:.2} = {:.3} | {:.2} | {:.2} / {:.2} = {:.3} | {against_base} |",
+            "| {name} | {:.2} | {un} | {:.2} | {:.2} | {ratio:.3} | {:.2} / {:.2} = {:.3} ({own_lo:.3}-{own_hi:.3}) | {:.2} | {:.2} / {:.2} = {:.3} | {against_base} |",
             median(t[it].clone()),
             median(t[ic].clone()),
             median(t[io].clone()),
