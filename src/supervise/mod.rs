@@ -40,7 +40,7 @@
 //!  ├─ apply-seccomp: outer stub        as above; outside the Landlock domain
 //!  │  └─ worker                        worker.rs: PDEATHSIG=KILL, no_new_privs,
 //!  │                                   landlock_restrict_self, the filters,
-//!  │                                   execvp(command)
+//!  │                                   the gate (the guard's key), execvp
 //!  └─ holder                           under bubblewrap: the stub's sibling,
 //!                                      holding the mount guard's inotify
 //!                                      instance until the stub has exited
