@@ -102,6 +102,35 @@ pub fn leftovers() -> Check {
     )
 }
 
+/// The `PATH` check: an entry that is relative or empty is looked up from
+/// each command's working folder, where a sandboxed command may put a
+/// `bwrap` of its own. The shim and the doctor skip such entries; the
+/// clients' own search does not, so the shim protects what they name in
+/// the working folder (docs/shim.md) and the fix is to remove them.
+pub fn path_entries() -> Check {
+    const NAME: &str = "path";
+    let (dirs, skipped) = shim::search_dirs(std::env::var_os("PATH").as_deref());
+    if skipped.is_empty() {
+        return Check::ok(
+            NAME,
+            format!("every PATH entry is absolute ({} folders)", dirs.len()),
+        );
+    }
+    let named: Vec<String> = skipped.iter().map(|e| format!("{e:?}")).collect();
+    Check::warn(
+        NAME,
+        format!(
+            "PATH has {} relative or empty entr{} ({}): srt and Claude Code look bwrap up there \
+             from the working folder, where a sandboxed command can put one; the shim and this \
+             doctor never run a bwrap found through them",
+            skipped.len(),
+            if skipped.len() == 1 { "y" } else { "ies" },
+            named.join(", ")
+        ),
+        "remove them from the PATH srt and Claude Code start with (or make them absolute)",
+    )
+}
+
 /// Whether `p` starts with `#!`: a wrapper script, not bubblewrap.
 fn is_script(p: &Path) -> bool {
     let mut head = [0u8; 2];
@@ -114,7 +143,7 @@ fn is_script(p: &Path) -> bool {
 fn shim(binary: &Path) -> Check {
     const NAME: &str = "claude code";
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    let (dirs, _) = shim::search_dirs(Some(&path));
     let bwraps: Vec<PathBuf> = dirs
         .iter()
         .map(|d| d.join("bwrap"))

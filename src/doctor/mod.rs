@@ -252,6 +252,7 @@ pub fn run(cfg: &Config) -> Report {
     checks.extend(bwrap_run);
     let way = bwrap_way.unwrap_or(way);
     checks.extend(clients::srt(&binary, cfg.srt_settings.as_deref()));
+    checks.push(claude::path_entries());
     checks.push(claude::claude_code(&binary));
     checks.push(claude::leftovers());
     Report {

@@ -161,7 +161,9 @@ struct Found {
 
 fn find_bwrap(binary: &Path) -> Option<Found> {
     let path = std::env::var_os("PATH")?;
-    let first = std::env::split_paths(&path)
+    let first = shim::search_dirs(Some(&path))
+        .0
+        .into_iter()
         .map(|d| d.join("bwrap"))
         .find(|c| shim::executable(c))?;
     let real = if shim::is_ours(&first, binary) {

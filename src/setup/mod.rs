@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use crate::doctor;
 use crate::json;
+use crate::shim;
 
 /// `--setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]
 /// [--srt-settings FILE] [--dry-run]`, or `--setup --undo [--dry-run]`.
@@ -205,7 +206,7 @@ fn link(out: &mut Out, dir: &Path, binary: &Path) -> Result<PathBuf, String> {
 fn path_order(dir: &Path) -> Option<String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let same = |a: &Path| std::fs::canonicalize(a).ok() == std::fs::canonicalize(dir).ok();
-    for entry in std::env::split_paths(&path) {
+    for entry in shim::search_dirs(Some(&path)).0 {
         if same(&entry) {
             return None;
         }

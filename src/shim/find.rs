@@ -60,11 +60,29 @@ pub fn identity(p: &Path) -> Option<String> {
         .map(|m| format!("{}:{}", m.dev(), m.ino()))
 }
 
-/// The real bubblewrap: `APPLY_SECCOMP_BWRAP`; else the first `bwrap` on
-/// PATH in a folder after the one the shim was found in (by the folder's
-/// identity, not its spelling), skipping this binary; else
-/// `/usr/bin/bwrap`. Never this binary, and never one in `visited` (this
-/// chain of execs ran it already, and it led back here: a wrapper).
+/// The folders of a `PATH` value that a search for `bwrap` may use: the
+/// absolute ones, in order. A relative or empty entry is looked up from
+/// the working folder, where a sandboxed command may have planted a
+/// `bwrap` of its own: those come back apart (as spelled, `""` for an
+/// empty one), for `SRT_DEBUG` and the doctor, and are never searched.
+pub fn search_dirs(path: Option<&OsStr>) -> (Vec<PathBuf>, Vec<String>) {
+    let (mut dirs, mut skipped) = (Vec::new(), Vec::new());
+    for d in path.map(std::env::split_paths).into_iter().flatten() {
+        if d.is_absolute() {
+            dirs.push(d);
+        } else {
+            skipped.push(d.display().to_string());
+        }
+    }
+    (dirs, skipped)
+}
+
+/// The real bubblewrap: `APPLY_SECCOMP_BWRAP` (absolute); else the first
+/// `bwrap` on PATH in a folder after the one the shim was found in (by
+/// the folder's identity, not its spelling), skipping this binary and
+/// every relative or empty entry; else `/usr/bin/bwrap`. Never this
+/// binary, and never one in `visited` (this chain of execs ran it
+/// already, and it led back here: a wrapper).
 pub fn find_real_bwrap(
     ours: &Path,
     configured: Option<&OsStr>,
@@ -75,6 +93,13 @@ pub fn find_real_bwrap(
     let id_text = |id: (u64, u64)| format!("{}:{}", id.0, id.1);
     if let Some(c) = configured {
         let c = PathBuf::from(c);
+        if !c.is_absolute() {
+            return Err(format!(
+                "APPLY_SECCOMP_BWRAP={} is relative: it would be looked up from the working \
+                 folder, where a sandboxed command may have put a file of its own",
+                c.display()
+            ));
+        }
         let st = stat(&c);
         if st.is_some_and(|(id, _)| Some(id) == ours_id) {
             return Err(format!(
@@ -97,9 +122,7 @@ pub fn find_real_bwrap(
         }
         return Ok(c);
     }
-    let dirs = path
-        .map(|p| std::env::split_paths(p).collect::<Vec<_>>())
-        .unwrap_or_default();
+    let (dirs, _) = search_dirs(path);
     // One stat for each candidate: what it is, and whether it is this one.
     let found: Vec<Option<((u64, u64), bool)>> =
         dirs.iter().map(|d| stat(&d.join("bwrap"))).collect();

@@ -26,9 +26,12 @@ use crate::sys;
 mod find;
 pub mod keep;
 mod log;
+pub mod protect;
 pub mod run;
 
-pub use find::{MAX_HOPS, VISITED, executable, find_real_bwrap, hops, identity, is_ours, unsets};
+pub use find::{
+    MAX_HOPS, VISITED, executable, find_real_bwrap, hops, identity, is_ours, search_dirs, unsets,
+};
 pub use log::{LOG, append, log_record};
 
 /// The prefix the client writes before its shell (after any

@@ -8,8 +8,10 @@ use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 
+use std::path::{Path, PathBuf};
+
 use crate::error::{self, Error};
-use crate::{debug, shim, sys};
+use crate::{bwrap_args, debug, shim, sys};
 
 /// The `bwrap` shim: rewrite, then exec the real bubblewrap; `debug_on`:
 /// `SRT_DEBUG` asks for its lines.
@@ -106,9 +108,38 @@ pub fn run(args: &[OsString], debug_on: bool) -> i32 {
     // The `--args` words go on bubblewrap's line, where the mount guard
     // reads what protects the sandbox; the fds, which bubblewrap would have
     // read and closed, close on exec. Too long for exec: as given.
-    let mut inlined = (!fds.is_empty() && fds.iter().all(|&fd| sys::set_cloexec(fd, true).is_ok()))
-        .then(|| line(&shim::inline_args(&rewrite.args, &rewrite.args_files)));
-    let mut plain = line(&rewrite.args);
+    let mut inlined_args = (!fds.is_empty()
+        && fds.iter().all(|&fd| sys::set_cloexec(fd, true).is_ok()))
+    .then(|| shim::inline_args(&rewrite.args, &rewrite.args_files));
+    let mut plain_args = rewrite.args.clone();
+    // The keeper's folder: hidden in every sandbox, and where it is not
+    // this user's own (another user took its name), said whatever
+    // SRT_DEBUG says, since no placeholder can then be kept.
+    let keeper = shim::keep::folder();
+    if let Err(e) = &keeper {
+        if e.loud {
+            eprintln!("apply-seccomp: bwrap shim: {}", e.why);
+        }
+    }
+    let hide = keeper
+        .as_ref()
+        .ok()
+        .and_then(|f| Some((f.clone(), shim::keep::empty_dir(f).ok()?)));
+    // What leads to this shim and to what it runs, kept out of the
+    // command's reach (protect.rs).
+    let command_at = bwrap_args::walk(&plain_args).map_or(plain_args.len(), |w| w.command_at);
+    let route = route(&ours, &real, &plain_args[command_at..]);
+    for (what, words) in [
+        ("", inlined_args.as_mut()),
+        (" (line as given)", Some(&mut plain_args)),
+    ] {
+        let Some(words) = words else { continue };
+        let hidden = hide.as_ref().map(|(f, e)| (f.as_path(), e.as_path()));
+        let note = shim::protect::protect(words, &route, hidden).map_or_else(|e| e, |p| p.note());
+        debug(debug_on, || format!("bwrap shim: {note}{what}"));
+    }
+    let mut inlined = inlined_args.map(|a| line(&a));
+    let mut plain = line(&plain_args);
     let reopen = || {
         debug(debug_on, || {
             "bwrap shim: the --args words do not fit on bubblewrap's line (E2BIG): --args \
@@ -124,15 +155,8 @@ pub fn run(args: &[OsString], debug_on: bool) -> i32 {
     // inlined one, or the plain one when there are no `--args` (a line
     // too long for exec, its mounts in an `--args` file, still has them
     // made and held, though not its self-binds turned to the empty form).
-    // Writable folders as the line names them: the clients name real paths.
-    let writable: Vec<std::path::PathBuf> = rewrite
-        .writable
-        .iter()
-        .flatten()
-        .map(|s| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(s)))
-        .collect();
     let first = inlined.as_mut().unwrap_or(&mut plain);
-    match shim::keep::Keeper::keep(&mut first[1..], &writable) {
+    match keeper.and_then(|folder| shim::keep::Keeper::keep(&mut first[1..], &folder)) {
         Ok(keeper) => {
             debug(debug_on, || format!("bwrap shim: {}", keeper.note));
             if let Err(why) = keeper.detach() {
@@ -141,7 +165,7 @@ pub fn run(args: &[OsString], debug_on: bool) -> i32 {
                 });
             }
         }
-        Err(why) => debug(debug_on, || format!("bwrap shim: {why}")),
+        Err(e) => debug(debug_on, || format!("bwrap shim: {}", e.why)),
     }
     if let Some(inlined) = &inlined {
         let err = exec_bwrap(inlined);
@@ -152,6 +176,63 @@ pub fn run(args: &[OsString], debug_on: bool) -> i32 {
     }
     let err = exec_bwrap(&plain);
     exec_failed(&real, err)
+}
+
+/// The names that lead to what runs for a client's next command: the path
+/// the client ran this shim by, `bwrap` in every `PATH` folder searched
+/// before the real bubblewrap (by the clients, from their working folder
+/// for a relative entry, and by the shim after its own folder), this
+/// binary, the real bubblewrap, and the command's words that name this
+/// binary (srt's `applyPath`).
+fn route(ours: &Path, real: &Path, command: &[OsString]) -> Vec<PathBuf> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let mut route = Vec::new();
+    if let Some(a0) = std::env::args_os().next() {
+        if a0.as_bytes().contains(&b'/') {
+            route.push(cwd.join(a0));
+        }
+    }
+    let real_id = shim::identity(real);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = cwd.join(dir).join("bwrap");
+        let is_real = real_id.is_some() && shim::identity(&candidate) == real_id;
+        route.push(candidate);
+        if is_real {
+            break;
+        }
+    }
+    route.push(ours.to_path_buf());
+    route.push(real.to_path_buf());
+    route.extend(words_naming(command, ours, 64));
+    route
+}
+
+/// The absolute words of the command (after `command_at`) that name the
+/// file `ours` is (srt's `applyPath`), at most `limit` looked at.
+pub(crate) fn words_naming(command: &[OsString], ours: &Path, limit: usize) -> Vec<PathBuf> {
+    let Ok(id) = std::fs::metadata(ours).map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        (m.dev(), m.ino())
+    }) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let words = command.iter().flat_map(|w| {
+        w.as_bytes()
+            .split(|b| b.is_ascii_whitespace() || b"'\";&|()<>`".contains(b))
+            .filter(|t| t.starts_with(b"/") && t.len() < 4096)
+            .map(|t| PathBuf::from(std::ffi::OsStr::from_bytes(t)))
+            .collect::<Vec<_>>()
+    });
+    for word in words.take(limit) {
+        use std::os::unix::fs::MetadataExt;
+        let same = std::fs::metadata(&word).is_ok_and(|m| (m.dev(), m.ino()) == id);
+        if same && !found.contains(&word) {
+            found.push(word);
+        }
+    }
+    found
 }
 
 /// Execs bubblewrap with `argv`; returns only on failure.

@@ -27,6 +27,7 @@ mod arena;
 mod exec;
 mod files;
 mod gate;
+mod locks;
 mod raw;
 mod seccomp;
 mod signals;
@@ -40,6 +41,7 @@ static ALLOCATOR: arena::Arena<{ arena::SIZE }> = arena::Arena::new();
 
 pub use files::*;
 pub use gate::*;
+pub use locks::*;
 pub use raw::*;
 pub use seccomp::*;
 pub use signals::*;

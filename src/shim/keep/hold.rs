@@ -10,8 +10,8 @@
 //! `sys` only. It starts a session of its own (no terminal's signals reach
 //! it), keeps none of the client's descriptors (its pipes, the
 //! `--sync-fd` and `--info-fd` of bubblewrap end with bubblewrap), and
-//! waits on a pidfd of the shim. A `flock` lasts while any descriptor of
-//! it is open: the shim's copies close at its exec (close-on-exec), the
+//! waits on a pidfd of the shim. A hold (an open file description lock)
+//! lasts while any descriptor of it is open: the shim's copies close at its exec (close-on-exec), the
 //! holder's when it is done, or when it is killed.
 
 use std::ffi::CString;
@@ -25,12 +25,11 @@ pub struct Item {
     /// The folder it is in, open.
     pub dir: RawFd,
     pub name: CString,
-    /// Its passing name (mark.rs), where a shim killed midway may have
-    /// left a half-made one.
-    pub passing: CString,
     pub kind: Kind,
-    /// The placeholder, open: the hold.
+    /// The placeholder, open.
     pub fd: RawFd,
+    /// Where this run's hold is (the file itself, or a folder's mark).
+    pub hold: RawFd,
     pub id: Id,
     /// How many folders down its path goes: folders go after what is in
     /// them.
@@ -52,7 +51,7 @@ pub struct Plan {
 impl Plan {
     pub fn new(lock: RawFd, ended: RawFd, mut items: Vec<Item>) -> Plan {
         items.sort_by_key(|i| std::cmp::Reverse(i.depth));
-        let mut fds: Vec<RawFd> = items.iter().flat_map(|i| [i.dir, i.fd]).collect();
+        let mut fds: Vec<RawFd> = items.iter().flat_map(|i| [i.dir, i.fd, i.hold]).collect();
         fds.extend([lock, ended]);
         fds.sort_unstable();
         fds.dedup();
@@ -84,17 +83,17 @@ pub fn start(plan: Plan) -> Result<(), nix::errno::Errno> {
 
 /// The run is over: each placeholder no other run holds is removed,
 /// deepest first, if it is still only what the shim made; a folder
-/// emptied so goes too; and whatever a killed shim left at a passing
-/// name. Under the per-user lock, so no run takes one
+/// emptied so goes too. Under the per-user lock, so no run takes one
 /// while it goes.
 fn release(plan: &Plan) {
-    if sys::flock(plan.lock, libc::LOCK_EX).is_err() {
+    // Bounded: a lock held too long leaves the placeholders to the next
+    // run in the folder, which removes them.
+    if sys::flock_within(plan.lock, libc::LOCK_EX, super::RELEASE_WAIT_MS).is_err() {
         return;
     }
     for item in &plan.items {
-        mark::clear_passing(item.dir, &item.passing);
-        // Exclusive without waiting: no other run holds it.
-        if sys::flock(item.fd, libc::LOCK_EX | libc::LOCK_NB).is_err() {
+        // No other run holds it (this run's own write lock does not count).
+        if mark::held_by_another(item.hold) {
             continue;
         }
         if mark::shape(item.dir, &item.name, item.kind, item.fd, item.id) == Shape::Only {

@@ -1,13 +1,17 @@
 //! One placeholder on the host: made already holding its mark, told from
-//! a user's file by that mark, held with a `flock` on its own inode, and
-//! removed only while it holds nothing else.
+//! a user's file by that mark, held by each run that uses it with a write
+//! lock (an open file description lock, which a command that can only
+//! read the file cannot take) on its own inode or its folder's mark, and
+//! removed only while no other run holds it and it holds nothing else.
 //!
 //! The mark: a file holds one line, [`FILE_MARK`], a comment saying what
 //! it is; a folder holds one entry, `.apply-seccomp-placeholder`, a file
-//! saying the same. Either is made under a passing name and renamed once
-//! marked, so no moment shows the 0-byte file or empty folder the clients
-//! delete, and a shim killed midway leaves only the passing name, which
-//! the next one to make that place removes.
+//! saying the same. A file is made unnamed (`O_TMPFILE`) and linked at
+//! its name once marked; a folder is made under a passing name no one can
+//! guess and renamed once marked: no moment shows the 0-byte file or
+//! empty folder the clients delete, no name a command planted can stop
+//! it, and a shim killed midway leaves at most a passing name, which the
+//! next one to make that place removes.
 //!
 //! What a run's holder does at the end ([`shape`], [`remove`]) runs in
 //! the shim's memory (hold.rs): system calls through `sys` only, no
@@ -19,6 +23,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use nix::errno::Errno;
 
+use super::passing::{clear_passing, clear_stale, passing_name};
 use crate::sys;
 
 /// What a placeholder is.
@@ -52,19 +57,52 @@ fn identity(st: &libc::stat) -> Id {
     (st.st_dev, st.st_ino)
 }
 
-fn kind_of(st: &libc::stat) -> u32 {
+pub(super) fn kind_of(st: &libc::stat) -> u32 {
     st.st_mode & libc::S_IFMT
 }
 
-/// A placeholder, open (its descriptor holds the lock).
+/// A placeholder, open.
 pub struct Held {
     pub kind: Kind,
     pub fd: OwnedFd,
     pub id: Id,
+    /// A folder's mark, open for writing: where its holds are taken.
+    pub mark: Option<OwnedFd>,
+}
+
+impl Held {
+    /// The file a run's hold is taken on (an open file description
+    /// lock, which needs it open for writing): the placeholder file
+    /// itself, or a folder's mark.
+    pub fn hold_fd(&self) -> RawFd {
+        self.mark.as_ref().unwrap_or(&self.fd).as_raw_fd()
+    }
+}
+
+/// Whether a run other than the caller's holds the placeholder whose
+/// hold file is open on `fd`. Read locks, which a command that can only
+/// read it could take, do not count. Allocates nothing.
+pub fn held_by_another(fd: RawFd) -> bool {
+    sys::ofd_write_locked(fd).unwrap_or(true)
+}
+
+/// The hold of a run: a write lock on one byte of the placeholder's hold
+/// file (`at`: this run's own, its shim's pid), which lasts while any
+/// descriptor of it is open, however its holder ends; a pid the kernel
+/// gave again while an old holder still holds its byte moves on.
+pub fn hold(held: &Held, at: u64) -> Result<(), Errno> {
+    let mut last = Errno::EAGAIN;
+    for k in 0..8 {
+        match sys::ofd_lock(held.hold_fd(), libc::F_WRLCK, at + (k << 22)) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// The folder `name` in `dir`, opened, not through a link.
-fn open_folder(dir: RawFd, name: &CStr) -> Result<OwnedFd, Errno> {
+pub(super) fn open_folder(dir: RawFd, name: &CStr) -> Result<OwnedFd, Errno> {
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
     sys::open_at(dir, name, flags, 0).map(sys::owned)
 }
@@ -81,63 +119,54 @@ fn write_all(fd: RawFd, bytes: &[u8]) -> Result<(), Errno> {
     }
 }
 
-/// This user's passing name for `name` (`.NAME.apply-seccomp-UID`).
-pub fn passing_name(name: &OsStr) -> Result<CString, Errno> {
-    let mut passing = b".".to_vec();
-    passing.extend_from_slice(name.as_bytes());
-    passing.extend_from_slice(format!(".apply-seccomp-{}", nix::unistd::geteuid()).as_bytes());
-    CString::new(passing).map_err(|_| Errno::EINVAL)
-}
-
-/// Removes what a shim killed midway left at the passing name `passing`:
-/// a file empty or holding only its mark, a folder holding only its mark. With the per-user lock held
-/// no other shim of the user's is using the name. Allocates nothing (the
-/// holder calls it).
-pub fn clear_passing(dir: RawFd, passing: &CStr) {
-    let Ok(st) = sys::stat_at(dir, passing) else {
-        return;
-    };
-    let empty = kind_of(&st) == libc::S_IFREG && st.st_size == 0;
-    if empty || marked_file(dir, passing, &st).map(sys::raw_close).is_ok() {
-        let _ = sys::unlink_at(dir, passing, 0);
-    } else if kind_of(&st) == libc::S_IFDIR {
-        if let Ok(stale) = open_folder(dir, passing) {
-            let _ = sys::unlink_at(stale.as_raw_fd(), DIR_MARK, 0);
-        }
-        let _ = sys::unlink_at(dir, passing, libc::AT_REMOVEDIR);
-    }
-}
-
 /// Makes the placeholder `name` in `dir`, already marked. `EEXIST`:
-/// something is there.
+/// something is there. A file is made unnamed (`O_TMPFILE`), marked, then
+/// linked at its name, which fails if anything is there; a folder (or a
+/// file where the file system makes no unnamed one) under a passing name
+/// no one can guess, then renamed into place (`RENAME_NOREPLACE`). No
+/// name a command could have planted decides whether it is made.
 pub fn make(dir: RawFd, name: &OsStr, kind: Kind) -> Result<Held, Errno> {
     let cname = cstring(name)?;
+    if kind == Kind::File {
+        let flags = libc::O_RDWR | libc::O_TMPFILE;
+        match sys::open_at(dir, c".", flags, 0o644).map(sys::owned) {
+            Ok(fd) => {
+                write_all(fd.as_raw_fd(), FILE_MARK)?;
+                let proc = CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+                    .map_err(|_| Errno::EINVAL)?;
+                sys::link_named(&proc, dir, &cname)?;
+                let id = identity(&sys::stat_fd(fd.as_raw_fd())?);
+                return Ok(Held {
+                    kind,
+                    fd,
+                    id,
+                    mark: None,
+                });
+            }
+            Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    clear_stale(dir, name);
     let passing = passing_name(name)?;
-    let made = |passing: &CStr| match kind {
+    let fd = match kind {
         Kind::File => {
             let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-            sys::open_at(dir, passing, flags, 0o644).map(sys::owned)
+            sys::open_at(dir, &passing, flags, 0o644).map(sys::owned)?
         }
         Kind::Dir => {
-            sys::mkdir_at(dir, passing, 0o755)?;
-            open_folder(dir, passing)
+            sys::mkdir_at(dir, &passing, 0o755)?;
+            open_folder(dir, &passing)?
         }
-    };
-    let fd = match made(&passing) {
-        Err(Errno::EEXIST) => {
-            clear_passing(dir, &passing);
-            made(&passing)?
-        }
-        other => other?,
     };
     let marked = match kind {
-        Kind::File => write_all(fd.as_raw_fd(), FILE_MARK),
-        Kind::Dir => put_dir_mark(fd.as_raw_fd()),
+        Kind::File => write_all(fd.as_raw_fd(), FILE_MARK).map(|()| None),
+        Kind::Dir => put_dir_mark(fd.as_raw_fd()).map(|m| Some(sys::owned(m))),
     };
-    let named = marked.and_then(|()| sys::rename_noreplace(dir, &passing, &cname));
-    let id = named.and_then(|()| sys::stat_fd(fd.as_raw_fd()).map(|st| identity(&st)));
+    let named = marked.and_then(|m| sys::rename_noreplace(dir, &passing, &cname).map(|()| m));
+    let id = named.and_then(|m| sys::stat_fd(fd.as_raw_fd()).map(|st| (identity(&st), m)));
     match id {
-        Ok(id) => Ok(Held { kind, fd, id }),
+        Ok((id, mark)) => Ok(Held { kind, fd, id, mark }),
         Err(e) => {
             clear_passing(dir, &passing);
             Err(e)
@@ -145,14 +174,18 @@ pub fn make(dir: RawFd, name: &OsStr, kind: Kind) -> Result<Held, Errno> {
     }
 }
 
-/// Writes the folder mark into the folder open on `folder`. Allocates
-/// nothing.
-fn put_dir_mark(folder: RawFd) -> Result<(), Errno> {
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+/// Writes the folder mark into the folder open on `folder`: the mark,
+/// open for reading and writing. Allocates nothing.
+fn put_dir_mark(folder: RawFd) -> Result<RawFd, Errno> {
+    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
     let mark = sys::open_at(folder, DIR_MARK, flags, 0o644)?;
-    let written = write_all(mark, DIR_MARK_TEXT);
-    sys::raw_close(mark);
-    written
+    match write_all(mark, DIR_MARK_TEXT) {
+        Ok(()) => Ok(mark),
+        Err(e) => {
+            sys::raw_close(mark);
+            Err(e)
+        }
+    }
 }
 
 /// The placeholder of the shim's at `name` in `dir`, opened, if that is
@@ -172,12 +205,16 @@ pub fn adopt_found(dir: RawFd, name: &CStr, st: &libc::stat) -> Result<Held, Err
                 kind: Kind::File,
                 fd: sys::owned(fd),
                 id: identity(st),
+                mark: None,
             })
         }
         libc::S_IFDIR => {
             let fd = open_folder(dir, name)?;
-            let marked =
-                sys::stat_at(fd.as_raw_fd(), DIR_MARK).is_ok_and(|m| kind_of(&m) == libc::S_IFREG);
+            let flags = libc::O_RDWR | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+            let mark = sys::open_at(fd.as_raw_fd(), DIR_MARK, flags, 0).map(sys::owned);
+            let marked = mark.as_ref().is_ok_and(|m| {
+                sys::stat_fd(m.as_raw_fd()).is_ok_and(|m| kind_of(&m) == libc::S_IFREG)
+            });
             if !marked || identity(&sys::stat_fd(fd.as_raw_fd())?) != identity(st) {
                 return Err(Errno::EEXIST);
             }
@@ -185,19 +222,22 @@ pub fn adopt_found(dir: RawFd, name: &CStr, st: &libc::stat) -> Result<Held, Err
                 kind: Kind::Dir,
                 id: identity(st),
                 fd,
+                mark: mark.ok(),
             })
         }
         _ => Err(Errno::EEXIST),
     }
 }
 
-/// The file `name` in `dir` (which `st` describes), opened read-only, if it
-/// is a file placeholder of the shim's: only its mark, the same inode. Else `EEXIST`. Allocates nothing (the holder calls it).
-fn marked_file(dir: RawFd, name: &CStr, st: &libc::stat) -> Result<RawFd, Errno> {
+/// The file `name` in `dir` (which `st` describes), opened for reading
+/// and writing (a hold needs that), if it is a file placeholder of the
+/// shim's: only its mark, the same inode. Else `EEXIST`. Allocates
+/// nothing (the holder calls it).
+pub(super) fn marked_file(dir: RawFd, name: &CStr, st: &libc::stat) -> Result<RawFd, Errno> {
     if kind_of(st) != libc::S_IFREG || st.st_size != FILE_MARK.len() as i64 {
         return Err(Errno::EEXIST);
     }
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+    let flags = libc::O_RDWR | libc::O_NOFOLLOW | libc::O_NONBLOCK;
     let fd = sys::open_at(dir, name, flags, 0)?;
     let mut head = [0u8; FILE_MARK.len() + 1];
     let ours = sys::pread(fd, &mut head, 0).is_ok_and(|n| &head[..n] == FILE_MARK)
@@ -302,7 +342,9 @@ pub fn remove(dir: RawFd, name: &CStr, kind: Kind, fd: RawFd) -> bool {
             match sys::unlink_at(dir, name, libc::AT_REMOVEDIR) {
                 Ok(()) | Err(Errno::ENOENT) => true,
                 Err(_) => {
-                    let _ = put_dir_mark(fd);
+                    if let Ok(mark) = put_dir_mark(fd) {
+                        sys::raw_close(mark);
+                    }
                     false
                 }
             }

@@ -16,22 +16,24 @@
 //! above a place that is missing or one of them (places.rs). Before
 //! bubblewrap starts, each P exists, of its kind, marked (mark.rs: so it
 //! never matches the clients' deletion test, and is told from a user's
-//! file) and held: a shared `flock` on P itself for the whole run, which
-//! the kernel drops however its holder dies. A self-bind of a placeholder
+//! file) and held: a write lock (open file description lock) on one byte
+//! of P, or of its folder's mark, for the whole run, which the kernel
+//! drops however its holder dies, and which no command that can only read
+//! P can take. A self-bind of a placeholder
 //! becomes the placeholder form (`/dev/null`, or an empty folder of the
 //! shim's, on P), so the command sees what it always saw: an empty file,
 //! an empty read-only folder. The shim then execs bubblewrap as before,
 //! and the holder it started just before (hold.rs) waits for that pid to
 //! end; then a placeholder no other run holds is removed, unless someone
 //! wrote into it on the host. Making, taking and removing happen under
-//! one per-user lock (`apply-seccomp-UID.lock` in `$XDG_RUNTIME_DIR`,
-//! else in `/tmp`). What is not a placeholder the shim made is never
+//! one per-user lock in the keeper's folder ([`folder`]: from the passwd
+//! entry, never the environment, hidden in every sandbox), waited for a
+//! bounded time. What is not a placeholder the shim made is never
 //! touched.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -39,59 +41,17 @@ use nix::errno::Errno;
 
 use crate::sys;
 
+mod folder;
 mod hold;
 mod mark;
+mod passing;
 mod places;
 
+pub use folder::{LOCK_WAIT_MS, NotKept, empty_dir, folder};
+use folder::{RELEASE_WAIT_MS, lock_file};
 use mark::Held;
 pub use mark::Kind;
 use places::{Place, places, split};
-
-/// Where the per-user lock (and the empty folder) live.
-fn runtime_dir() -> PathBuf {
-    std::env::var_os("XDG_RUNTIME_DIR")
-        .filter(|d| Path::new(d).is_absolute())
-        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
-}
-
-fn uid() -> u32 {
-    nix::unistd::geteuid().as_raw()
-}
-
-/// Opens the per-user lock file, a regular file of this user's, not a link.
-fn lock_file() -> Result<std::fs::File, String> {
-    let path = runtime_dir().join(format!("apply-seccomp-{}.lock", uid()));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path)
-        .map_err(|e| format!("{}: {}", path.display(), crate::error::strerror(&e)))?;
-    let meta = file.metadata().map_err(|e| crate::error::strerror(&e))?;
-    if !meta.is_file() || meta.uid() != uid() || meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{} is not a private file of this user's",
-            path.display()
-        ));
-    }
-    Ok(file)
-}
-
-/// The shim's empty folder, bound on a folder placeholder a line names
-/// as a self-bind (so the command never sees the mark in it): made if
-/// need be, used only if private and empty.
-fn empty_dir() -> Result<PathBuf, Errno> {
-    let path = runtime_dir().join(format!("apply-seccomp-{}.empty", uid()));
-    let _ = std::fs::DirBuilder::new().mode(0o700).create(&path);
-    let meta = std::fs::symlink_metadata(&path).map_err(|_| Errno::EIO)?;
-    let empty = std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_none());
-    if !meta.is_dir() || meta.uid() != uid() || meta.mode() & 0o077 != 0 || !empty {
-        return Err(Errno::EEXIST);
-    }
-    Ok(path)
-}
 
 /// A placeholder of this run.
 struct Kept {
@@ -121,8 +81,9 @@ impl Drop for Locked<'_> {
     }
 }
 
-fn locked(file: &std::fs::File) -> Result<Locked<'_>, Errno> {
-    sys::flock(file.as_raw_fd(), libc::LOCK_EX)?;
+/// The per-user lock, waited for `ms` milliseconds at most.
+fn locked(file: &std::fs::File, ms: u32) -> Result<Locked<'_>, Errno> {
+    sys::flock_within(file.as_raw_fd(), libc::LOCK_EX, ms)?;
     Ok(Locked(file))
 }
 
@@ -131,21 +92,13 @@ impl Keeper {
     /// self-bind of one into the placeholder form. Err (with why) when
     /// the line asks for none, or the lock cannot be used (the line then
     /// runs as given, as without the shim).
-    pub fn keep(args: &mut [OsString], writable: &[PathBuf]) -> Result<Keeper, String> {
+    pub fn keep(args: &mut [OsString], folder: &Path) -> Result<Keeper, NotKept> {
         let places = places(args);
         if places.is_empty() {
-            return Err("no placeholder on the line".into());
+            return Err(NotKept::quiet("no placeholder on the line".into()));
         }
-        let runtime = runtime_dir();
-        if let Some(w) = writable.iter().find(|w| runtime.starts_with(w)) {
-            return Err(format!(
-                "placeholders not kept: {} is inside {}, which this bubblewrap line makes \
-                 writable",
-                runtime.display(),
-                w.display()
-            ));
-        }
-        let lock = lock_file().map_err(|e| format!("placeholders not kept: {e}"))?;
+        let lock =
+            lock_file(folder).map_err(|e| NotKept::quiet(format!("placeholders not kept: {e}")))?;
         let mut keeper = Keeper {
             lock,
             kept: Vec::new(),
@@ -154,11 +107,20 @@ impl Keeper {
         let (mut made, mut taken, mut left) = (0, 0, Vec::new());
         let began = std::time::Instant::now();
         {
-            let _locked = locked(&keeper.lock)
-                .map_err(|e| format!("placeholders not kept: lock: {}", e.desc()))?;
+            let _locked = locked(&keeper.lock, LOCK_WAIT_MS).map_err(|e| {
+                NotKept::quiet(match e {
+                    Errno::ETIMEDOUT => format!(
+                        "placeholders not kept: the per-user lock in {} was held by another \
+                         process for {LOCK_WAIT_MS} ms; the line runs as given",
+                        folder.display()
+                    ),
+                    e => format!("placeholders not kept: lock: {}", e.desc()),
+                })
+            })?;
             let mut folders: Vec<(Vec<u8>, Rc<OwnedFd>)> = Vec::new();
+            let binds = writable_binds(args);
             for place in &places {
-                match take(&mut folders, place, args) {
+                match take(&mut folders, &binds, place, args, folder) {
                     Ok((kept, fresh)) => {
                         if fresh {
                             made += 1;
@@ -197,11 +159,10 @@ impl Keeper {
         for k in &self.kept {
             items.push(hold::Item {
                 dir: k.dir.as_raw_fd(),
-                passing: mark::passing_name(OsStr::from_bytes(k.name.as_bytes()))
-                    .map_err(|e| e.desc().to_string())?,
                 name: k.name.clone(),
                 kind: k.held.kind,
                 fd: k.held.fd.as_raw_fd(),
+                hold: k.held.hold_fd(),
                 id: k.held.id,
                 depth: k.depth,
             });
@@ -215,12 +176,67 @@ impl Keeper {
     }
 }
 
-/// The open folder at `path` (`folders` remembers those opened).
-fn folder(folders: &mut Vec<(Vec<u8>, Rc<OwnedFd>)>, path: &[u8]) -> Result<Rc<OwnedFd>, Errno> {
+/// A writable bind of the line: where in the sandbox, from where on the
+/// host.
+struct Bind {
+    dest: Vec<u8>,
+    source: Vec<u8>,
+}
+
+/// The writable binds of a line whose source is a host path.
+fn writable_binds(args: &[OsString]) -> Vec<Bind> {
+    let Ok(walk) = crate::bwrap_args::walk(args) else {
+        return Vec::new();
+    };
+    walk.mounts
+        .into_iter()
+        .filter(|m| !m.restricts && m.option != "--bind-fd" && m.source.starts_with(b"/"))
+        .map(|m| Bind {
+            dest: m.dest,
+            source: m.source,
+        })
+        .collect()
+}
+
+/// The folder at `path` (inside the sandbox) opened on the host, through
+/// the last writable bind of the line that shows it, and below that
+/// bind's folder without following a link (`folders` remembers those
+/// opened). A command can swap a name on the way for a link at any
+/// moment; the keeper then finds no folder (`ENOTDIR`, `ELOOP`) and
+/// makes nothing, instead of making a file where the link leads. Where
+/// no writable bind shows it, nothing is made either (`EPERM`): a command
+/// could not have written there.
+fn open_beneath(
+    folders: &mut Vec<(Vec<u8>, Rc<OwnedFd>)>,
+    binds: &[Bind],
+    path: &[u8],
+) -> Result<Rc<OwnedFd>, Errno> {
     if let Some((_, fd)) = folders.iter().find(|(p, _)| p == path) {
         return Ok(fd.clone());
     }
-    let fd = Rc::new(open_folder(path)?);
+    let under = |dest: &[u8]| {
+        path.starts_with(dest)
+            && (path.len() == dest.len() || dest == b"/" || path[dest.len()] == b'/')
+    };
+    let bind = binds
+        .iter()
+        .rev()
+        .find(|b| under(&b.dest))
+        .ok_or(Errno::EPERM)?;
+    let source = CString::new(bind.source.clone()).map_err(|_| Errno::EINVAL)?;
+    let mut fd = sys::open_path(&source, libc::O_RDONLY | libc::O_DIRECTORY)?;
+    for name in path[bind.dest.len()..]
+        .split(|&b| b == b'/')
+        .filter(|n| !n.is_empty())
+    {
+        if name == b"." || name == b".." {
+            return Err(Errno::EINVAL);
+        }
+        let name = CString::new(name).map_err(|_| Errno::EINVAL)?;
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        fd = sys::owned(sys::open_at(fd.as_raw_fd(), &name, flags, 0)?);
+    }
+    let fd = Rc::new(fd);
     folders.push((path.to_vec(), fd.clone()));
     Ok(fd)
 }
@@ -234,11 +250,13 @@ fn open_folder(path: &[u8]) -> Result<OwnedFd, Errno> {
 /// not the shim's (left alone), or it could not be made.
 fn take(
     folders: &mut Vec<(Vec<u8>, Rc<OwnedFd>)>,
+    binds: &[Bind],
     place: &Place,
     args: &mut [OsString],
+    keeper_folder: &Path,
 ) -> Result<(Kept, bool), Errno> {
     let (parent, name) = split(&place.dest).ok_or(Errno::EINVAL)?;
-    let dir = folder(folders, parent)?;
+    let dir = open_beneath(folders, binds, parent)?;
     let cname = CString::new(name).map_err(|_| Errno::EINVAL)?;
     let (held, fresh) = match sys::stat_at(dir.as_raw_fd(), &cname) {
         Ok(st) => {
@@ -253,14 +271,20 @@ fn take(
             true,
         ),
     };
-    sys::flock(held.fd.as_raw_fd(), libc::LOCK_SH)?;
+    mark::hold(&held, u64::from(std::process::id()))?;
+    // Still the placeholder at its name now that it is held: nothing
+    // removed or replaced it between the look and the hold.
+    let now = sys::stat_at(dir.as_raw_fd(), &cname)?;
+    if (now.st_dev, now.st_ino) != held.id {
+        return Err(Errno::ESTALE);
+    }
     // A self-bind of a placeholder would show its mark (a folder's: unless
     // other places go in it), and one of a path gone would fail: bind the
     // empty form.
     if let (true, Some(at)) = (place.self_bind, place.source_at) {
         match held.kind {
             Kind::File => args[at] = OsString::from("/dev/null"),
-            Kind::Dir if !place.above => args[at] = empty_dir()?.into_os_string(),
+            Kind::Dir if !place.above => args[at] = empty_dir(keeper_folder)?.into_os_string(),
             Kind::Dir => {}
         }
     }
@@ -278,10 +302,13 @@ fn take(
 /// The shim's placeholders under `folder` (to three levels down, as far
 /// as srt looks for deny paths) that no run holds: for the doctor.
 pub fn leftovers(folder: &Path) -> Vec<PathBuf> {
-    let Ok(lock) = lock_file() else {
+    let Ok(keeper) = self::folder() else {
         return Vec::new();
     };
-    let Ok(_locked) = locked(&lock) else {
+    let Ok(lock) = lock_file(&keeper) else {
+        return Vec::new();
+    };
+    let Ok(_locked) = locked(&lock, LOCK_WAIT_MS) else {
         return Vec::new();
     };
     let mut found = Vec::new();
@@ -296,7 +323,7 @@ pub fn leftovers(folder: &Path) -> Vec<PathBuf> {
         for e in entries.flatten() {
             let name = e.file_name();
             if let Ok(held) = mark::adopt(fd.as_raw_fd(), &name) {
-                if sys::flock(held.fd.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB).is_ok() {
+                if !mark::held_by_another(held.hold_fd()) {
                     found.push(dir.join(&name));
                 }
                 continue;

@@ -1,0 +1,72 @@
+//! Passing names: where a folder placeholder (or a file one, where the
+//! file system makes no unnamed file) is made and marked before it is
+//! renamed into place. Unguessable, so nothing a command writes first can
+//! be in the way; what a shim killed midway left at one is removed by the
+//! next that makes that place.
+
+use std::ffi::{CStr, CString, OsStr};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+
+use nix::errno::Errno;
+
+use super::mark::{DIR_MARK, kind_of, marked_file, open_folder};
+use crate::sys;
+
+/// The prefix of every passing name of `name`: `.NAME.apply-seccomp-`.
+fn passing_prefix(name: &OsStr) -> Vec<u8> {
+    let mut prefix = b".".to_vec();
+    prefix.extend_from_slice(name.as_bytes());
+    prefix.extend_from_slice(b".apply-seccomp-");
+    prefix
+}
+
+/// A passing name for `name` no one can guess: its prefix and 64 random
+/// bits (SipHash of nothing under the process's random keys), so nothing
+/// a command writes beforehand can be in the way.
+pub(super) fn passing_name(name: &OsStr) -> Result<CString, Errno> {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let mut passing = passing_prefix(name);
+    passing.extend_from_slice(format!("{random:016x}").as_bytes());
+    CString::new(passing).map_err(|_| Errno::EINVAL)
+}
+
+/// Removes what is at the passing name `passing`, if it is what a shim
+/// killed midway leaves: a file empty or holding only its mark, a folder
+/// holding only its mark. Allocates nothing.
+pub(super) fn clear_passing(dir: RawFd, passing: &CStr) {
+    let Ok(st) = sys::stat_at(dir, passing) else {
+        return;
+    };
+    let empty = kind_of(&st) == libc::S_IFREG && st.st_size == 0;
+    if empty || marked_file(dir, passing, &st).map(sys::raw_close).is_ok() {
+        let _ = sys::unlink_at(dir, passing, 0);
+    } else if kind_of(&st) == libc::S_IFDIR {
+        if let Ok(stale) = open_folder(dir, passing) {
+            let _ = sys::unlink_at(stale.as_raw_fd(), DIR_MARK, 0);
+        }
+        let _ = sys::unlink_at(dir, passing, libc::AT_REMOVEDIR);
+    }
+}
+
+/// Removes every passing name of `name` in `dir` that a shim killed
+/// midway left (this one's, or an older build's `.NAME.apply-seccomp-UID`),
+/// where it holds only a mark. With the per-user lock held no shim of the
+/// user's is using one.
+pub(super) fn clear_stale(dir: RawFd, name: &OsStr) {
+    let prefix = passing_prefix(name);
+    let mut stale: Vec<CString> = Vec::new();
+    let mut buf = [0u8; 4096];
+    let _ = sys::each_name(dir, &mut buf, |n| {
+        if n.to_bytes().starts_with(&prefix) {
+            stale.push(n.to_owned());
+        }
+        stale.len() < 64
+    });
+    for passing in &stale {
+        clear_passing(dir, passing);
+    }
+}

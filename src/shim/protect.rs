@@ -1,0 +1,381 @@
+//! What leads to the shim and to what it runs, kept out of a sandboxed
+//! command's reach.
+//!
+//! Clients find the shim by a path (srt's `bwrapPath`) or on `PATH`
+//! (Claude Code, and srt without `bwrapPath`); the shim finds the real
+//! bubblewrap after its own folder on `PATH`; srt's `applyPath` names
+//! this binary on the command line. All of it runs on the host, as the
+//! user, for the next command: a name on the way that a command can
+//! replace, or a `bwrap` it can add to a folder searched first, runs its
+//! program outside every sandbox. So for each name on the way (the route)
+//! that lies inside a writable bind of the line, mounts go right after
+//! that bind (bubblewrap applies them in order, so the mounts the line
+//! makes later inside the same folders still go on top):
+//!
+//! - a file: `--ro-bind F F`. A mount point can be neither written nor
+//!   removed nor renamed over (`EROFS`, `EBUSY`);
+//! - each folder between the bind and that name: `--bind D D`, as
+//!   writable as before but no longer renamable (a folder moved away
+//!   would take the name's protection with it);
+//! - a symbolic link: its folder read-only (`--ro-bind D D`), the one
+//!   mount that keeps a link from being removed: the fallback, said under
+//!   `SRT_DEBUG`;
+//! - a name searched on `PATH` where nothing is: `--ro-bind /dev/null P`,
+//!   a placeholder the keeper makes, holds and removes (not executable:
+//!   no search runs it).
+//!
+//! The keeper's own folder (its lock) is hidden in every sandbox: its
+//! empty folder is bound over it, so no command can open the lock.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::bwrap_args;
+
+/// A name on the way from a path to the file it leads to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A symbolic link, where it is (its folder's links resolved).
+    Link(PathBuf),
+    /// The file the path leads to.
+    File(PathBuf),
+    /// Nothing is there: a name a search may find later.
+    Absent(PathBuf),
+}
+
+/// The names on the way from the absolute `path` to the file it leads
+/// to: each link met, then the file or where nothing is. Empty where the
+/// way cannot be told (a folder, a loop of links, a name unreadable).
+pub fn steps(path: &Path) -> Vec<Step> {
+    let mut out = Vec::new();
+    if !path.is_absolute() {
+        return out;
+    }
+    let mut todo: Vec<OsString> = Vec::new();
+    push_components(&mut todo, path);
+    let mut here = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            here.pop();
+            continue;
+        }
+        let next = here.join(&name);
+        match std::fs::symlink_metadata(&next) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut absent = next;
+                while let Some(rest) = todo.pop() {
+                    absent.push(rest);
+                }
+                out.push(Step::Absent(absent));
+                return out;
+            }
+            Err(_) => return Vec::new(),
+            Ok(m) if m.file_type().is_symlink() => {
+                links += 1;
+                let Ok(target) = std::fs::read_link(&next) else {
+                    return Vec::new();
+                };
+                if links > 40 {
+                    return Vec::new();
+                }
+                out.push(Step::Link(next));
+                if target.is_absolute() {
+                    here = PathBuf::from("/");
+                }
+                push_components(&mut todo, &target);
+            }
+            Ok(m) if m.is_dir() => here = next,
+            Ok(_) if todo.is_empty() => {
+                out.push(Step::File(next));
+                return out;
+            }
+            Ok(_) => return Vec::new(),
+        }
+    }
+    Vec::new()
+}
+
+/// `path`'s names pushed so that the first pops first.
+fn push_components(todo: &mut Vec<OsString>, path: &Path) {
+    for c in path.components().rev() {
+        match c {
+            Component::Normal(n) => todo.push(n.to_owned()),
+            Component::ParentDir => todo.push("..".into()),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+}
+
+/// One mount to add, in the order they go in after one bind: writable
+/// folders (kept in place) first, then read-only folders, then the rest;
+/// shallow before deep.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Add {
+    class: u8,
+    depth: usize,
+    dest: PathBuf,
+    option: &'static str,
+    source: PathBuf,
+}
+
+const KEEP_IN_PLACE: u8 = 0;
+const READ_ONLY_FOLDER: u8 = 1;
+const NAME: u8 = 2;
+
+fn add(class: u8, option: &'static str, source: &Path, dest: &Path) -> Add {
+    Add {
+        class,
+        depth: dest.components().count(),
+        dest: dest.to_path_buf(),
+        option,
+        source: source.to_path_buf(),
+    }
+}
+
+/// A writable bind of the line whose source is a host path.
+struct Bind {
+    /// The index of its option word; `None`: read from an `--args` file.
+    at: Option<usize>,
+    /// Its position among the line's mounts.
+    order: usize,
+    source: PathBuf,
+    dest: PathBuf,
+}
+
+/// Where the host path `host` can be written from inside: the bind and
+/// the path inside the sandbox. None: no writable bind of the line shows
+/// it, or a later mount covers it.
+fn exposure<'a>(host: &Path, binds: &'a [Bind], dests: &[PathBuf]) -> Option<(&'a Bind, PathBuf)> {
+    binds.iter().rev().find_map(|b| {
+        let rel = host.strip_prefix(&b.source).ok()?;
+        let inside = if rel.as_os_str().is_empty() {
+            b.dest.clone()
+        } else {
+            b.dest.join(rel)
+        };
+        let covered_later = dests[b.order + 1..].iter().any(|d| inside.starts_with(d));
+        (!covered_later).then_some((b, inside))
+    })
+}
+
+/// What [`protect`] added, for `SRT_DEBUG`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Protected {
+    /// Names bound read-only.
+    pub files: Vec<String>,
+    /// Links whose folder had to be bound read-only.
+    pub folders: Vec<String>,
+    /// Names where nothing is, held by a placeholder.
+    pub absent: Vec<String>,
+    /// Folders kept in place (made mount points, still writable).
+    pub kept: usize,
+    /// Names that could not be protected, and why.
+    pub not: Vec<String>,
+    /// The keeper's folder was hidden.
+    pub hidden: bool,
+}
+
+impl Protected {
+    pub fn note(&self) -> String {
+        let list = |v: &[String]| v.join(", ");
+        let mut parts = Vec::new();
+        if !self.files.is_empty() {
+            parts.push(format!("read-only: {}", list(&self.files)));
+        }
+        if !self.folders.is_empty() {
+            parts.push(format!(
+                "a link, its folder bound read-only (nothing narrower keeps a link): {}",
+                list(&self.folders)
+            ));
+        }
+        if !self.absent.is_empty() {
+            parts.push(format!(
+                "nothing there, a placeholder held: {}",
+                list(&self.absent)
+            ));
+        }
+        if self.kept > 0 {
+            parts.push(format!("{} folder(s) on the way kept in place", self.kept));
+        }
+        if !self.not.is_empty() {
+            parts.push(format!("NOT protected: {}", list(&self.not)));
+        }
+        if parts.is_empty() {
+            parts.push("nothing on the way is writable in the sandbox".into());
+        }
+        format!(
+            "route protected: {}{}",
+            parts.join("; "),
+            if self.hidden {
+                "; the keeper's folder hidden"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// Adds to `line` (bubblewrap's words after `argv[0]`) the mounts that
+/// keep every name of `route` out of the command's reach, and hides the
+/// keeper's `folder` (binding `empty` over it) when given. Err: the line
+/// could not be walked (nothing added).
+pub fn protect(
+    line: &mut Vec<OsString>,
+    route: &[PathBuf],
+    keeper: Option<(&Path, &Path)>,
+) -> Result<Protected, String> {
+    let walk = bwrap_args::walk(line).map_err(|e| format!("route not protected: {e}"))?;
+    let dests: Vec<PathBuf> = walk.mounts.iter().map(|m| lexical(&m.dest)).collect();
+    let binds: Vec<Bind> = walk
+        .mounts
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| {
+            matches!(
+                m.option.as_str(),
+                "--bind" | "--bind-try" | "--dev-bind" | "--dev-bind-try"
+            ) && m.source.starts_with(b"/")
+        })
+        .map(|(order, m)| {
+            let source = lexical(&m.source);
+            Bind {
+                at: m.at,
+                order,
+                source: std::fs::canonicalize(&source).unwrap_or(source),
+                dest: dests[order].clone(),
+            }
+        })
+        .collect();
+    let mut done = Protected::default();
+    // Insertion index -> mounts to add there.
+    let mut adds: Vec<(usize, Add)> = Vec::new();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for step in route.iter().flat_map(|p| steps(p)) {
+        let host = match &step {
+            Step::Link(p) | Step::File(p) | Step::Absent(p) => p.clone(),
+        };
+        if seen.contains(&host) {
+            continue;
+        }
+        seen.push(host.clone());
+        let Some((bind, inside)) = exposure(&host, &binds, &dests) else {
+            continue;
+        };
+        let shown = host.display().to_string();
+        let Some(at) = bind.at.map(|a| a + 3) else {
+            done.not
+                .push(format!("{shown} (its bind comes from an --args file)"));
+            continue;
+        };
+        if inside == bind.dest {
+            // The name is the bind itself (a file bound writable).
+            if let Step::File(_) = step {
+                adds.push((at, add(NAME, "--ro-bind", &host, &inside)));
+                done.files.push(shown);
+            }
+            continue;
+        }
+        // Each folder between the bind and the name, kept in place.
+        let mut folder = inside.parent();
+        let mut above = Vec::new();
+        while let Some(f) = folder.filter(|f| *f != bind.dest && f.starts_with(&bind.dest)) {
+            above.push(f.to_path_buf());
+            folder = f.parent();
+        }
+        for f in above {
+            let src = bind.source.join(f.strip_prefix(&bind.dest).unwrap_or(&f));
+            if src.is_dir() {
+                adds.push((at, add(KEEP_IN_PLACE, "--bind", &src, &f)));
+            }
+        }
+        match step {
+            Step::File(_) => {
+                adds.push((at, add(NAME, "--ro-bind", &host, &inside)));
+                done.files.push(shown);
+            }
+            Step::Link(_) => {
+                let (Some(src), Some(dst)) = (host.parent(), inside.parent()) else {
+                    continue;
+                };
+                adds.push((at, add(READ_ONLY_FOLDER, "--ro-bind", src, dst)));
+                done.folders.push(shown);
+            }
+            Step::Absent(_) => {
+                adds.push((at, add(NAME, "--ro-bind", Path::new("/dev/null"), &inside)));
+                done.absent.push(shown);
+            }
+        }
+    }
+    if let Some((folder, empty)) = keeper.filter(|(f, _)| f.is_dir()) {
+        let at = match exposure(folder, &binds, &dests) {
+            Some((bind, _)) if bind.at.is_none() => None,
+            Some((bind, inside)) => {
+                let at = bind.at.map_or(0, |a| a + 3);
+                let mut f = inside.parent();
+                while let Some(d) = f.filter(|d| *d != bind.dest && d.starts_with(&bind.dest)) {
+                    let src = bind.source.join(d.strip_prefix(&bind.dest).unwrap_or(d));
+                    adds.push((at, add(KEEP_IN_PLACE, "--bind", &src, d)));
+                    f = d.parent();
+                }
+                adds.push((at, add(NAME, "--ro-bind", empty, &inside)));
+                Some(())
+            }
+            None => {
+                adds.push((walk.options_end, add(NAME, "--ro-bind", empty, folder)));
+                Some(())
+            }
+        };
+        done.hidden = at.is_some();
+    }
+    // A folder bound read-only is not also bound writable after it.
+    let read_only: Vec<(usize, PathBuf)> = adds
+        .iter()
+        .filter(|(_, a)| a.class == READ_ONLY_FOLDER)
+        .map(|(at, a)| (*at, a.dest.clone()))
+        .collect();
+    adds.retain(|(at, a)| a.class != KEEP_IN_PLACE || !read_only.contains(&(*at, a.dest.clone())));
+    adds.sort();
+    adds.dedup();
+    done.kept = adds
+        .iter()
+        .filter(|(_, a)| a.class == KEEP_IN_PLACE)
+        .count();
+    // From the last insertion point back, so earlier indices hold.
+    let mut points: Vec<usize> = adds.iter().map(|(at, _)| *at).collect();
+    points.dedup();
+    for at in points.into_iter().rev() {
+        let words = adds.iter().filter(|(a, _)| *a == at).flat_map(|(_, a)| {
+            [
+                OsString::from(a.option),
+                a.source.clone().into_os_string(),
+                a.dest.clone().into_os_string(),
+            ]
+        });
+        let tail = line.split_off(at);
+        line.extend(words);
+        line.extend(tail);
+    }
+    Ok(done)
+}
+
+/// `.` and `..` folded in text, and no trailing `/`.
+fn lexical(p: impl AsRef<[u8]>) -> PathBuf {
+    let p = Path::new(std::ffi::OsStr::from_bytes(p.as_ref()));
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "protect/tests.rs"]
+mod tests;
