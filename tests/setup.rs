@@ -283,6 +283,47 @@ fn what_cannot_be_set_up_safely_is_refused_and_nothing_changes() {
     }
 }
 
+/// Run in the home folder with `allowWrite: ["."]`, where `"."` covers
+/// `~/.local/bin`: the link is made, and both `--setup` and the doctor
+/// say what the shim protects there instead of refusing.
+#[test]
+fn a_link_folder_a_sandbox_may_write_is_protected_not_refused() {
+    for user in users() {
+        let (home, _) = fresh_home(user, "dot");
+        let settings = home.join(".srt-settings.json");
+        std::fs::write(&settings, r#"{"filesystem": {"allowWrite": ["."]}}"#).unwrap();
+        if let Some(u) = uid_of(user) {
+            std::os::unix::fs::chown(&settings, Some(u), Some(u)).unwrap();
+        }
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--srt"]);
+        let ctx = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{user:?}: {ctx}");
+        assert!(
+            ctx.contains("but the shim protects the link there in every sandbox it runs"),
+            "{ctx}"
+        );
+        let link = home.join(".local/bin/bwrap");
+        assert_eq!(std::fs::read_link(&link).unwrap(), fixture().helper);
+        let out = helper(user, &home, &fixture().helper, &["--doctor", "--json"]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let check = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "srt bwrapPath")
+            .unwrap_or_else(|| panic!("{}", text(&out)))
+            .clone();
+        assert_eq!(check["status"], "ok", "{check}");
+        assert!(
+            check["found"]
+                .as_str()
+                .unwrap()
+                .contains("the link's folder is bound read-only inside such a sandbox"),
+            "{check}"
+        );
+    }
+}
+
 #[test]
 fn managed_settings_are_set_as_root_only_and_undone() {
     for user in users() {

@@ -311,12 +311,22 @@ pub(super) fn binary_at(
         .and_then(|d| std::fs::canonicalize(d).ok())
         .map(|d| d.join(path.file_name().unwrap_or_default()));
     let target = std::fs::canonicalize(&path).ok();
+    let mut protected = None;
     for (why, dir) in writable {
         if [&as_named, &target]
             .into_iter()
             .flatten()
             .any(|p| p.starts_with(dir))
         {
+            // The shim protects its own route in every line it runs.
+            if named.is_some() && shim::is_ours(&path, binary) {
+                protected = Some(format!(
+                    "; inside {} ({why}), where {}",
+                    dir.display(),
+                    shim::protect::LINK_PROTECTION
+                ));
+                break;
+            }
             return Err(Wrong::fail(
                 format!(
                     "{at} is inside {} ({why}): a sandboxed command can replace the helper, and the \
@@ -352,11 +362,14 @@ pub(super) fn binary_at(
             )),
         ));
     }
-    Ok(format!(
-        "{at} is this binary, executable, outside every allowWrite folder and srt's own \
-         writable ones ({} folders checked)",
-        writable.len()
-    ))
+    Ok(match protected {
+        Some(protected) => format!("{at} is this binary (the shim), executable{protected}"),
+        None => format!(
+            "{at} is this binary, executable, outside every allowWrite folder and srt's own \
+             writable ones ({} folders checked)",
+            writable.len()
+        ),
+    })
 }
 
 /// Names the helper at `p`: another build of this one answers the feature

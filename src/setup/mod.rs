@@ -324,11 +324,19 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
     out_of_reach("this binary", &binary, &writable).map_err(|e| {
         format!("{e}; install it elsewhere first (cargo install --path . puts it in ~/.cargo/bin)")
     })?;
-    out_of_reach("the folder for the bwrap link", &bin_dir, &writable)
-        .map_err(|e| format!("{e}; name another with --bin-dir DIR"))?;
+    // A link folder a command may write is no reason to refuse: the shim
+    // protects its own route in every line it runs (shim/protect.rs).
+    let protected = out_of_reach("the folder for the bwrap link", &bin_dir, &writable)
+        .err()
+        .map(|e| {
+            format!(
+                "{e}, but the shim protects the link there in every sandbox it runs: {}",
+                shim::protect::LINK_PROTECTION
+            )
+        });
     let mut out = Out {
         dry_run: cfg.dry_run,
-        lines: Vec::new(),
+        lines: protected.into_iter().collect(),
         record: undo::Record::default(),
     };
     let steps = steps(cfg, &mut out, &srt_file, &bin_dir, &binary);

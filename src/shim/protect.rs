@@ -33,6 +33,13 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::bwrap_args;
 
+/// What protects a `bwrap` link (what `--setup` makes) in a folder a
+/// sandboxed command may write, for `--setup` and the doctor to say.
+pub const LINK_PROTECTION: &str = "the link's folder is bound read-only inside such a \
+     sandbox and the folders above it kept in place, so no command there can remove, replace or \
+     move it, nor add a bwrap before it (the rest of that folder is read-only there too; a copy \
+     of this binary in its place would be protected alone)";
+
 /// A name on the way from a path to the file it leads to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {

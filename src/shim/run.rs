@@ -51,6 +51,15 @@ pub fn run(args: &[OsString], debug_on: bool) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
+    let (_, relative) = shim::search_dirs(std::env::var_os("PATH").as_deref());
+    if !relative.is_empty() {
+        debug(debug_on, || {
+            format!(
+                "bwrap shim: PATH entries not searched (relative or empty: looked up from the \
+                 working folder, where a command may plant a bwrap): {relative:?}"
+            )
+        });
+    }
     let rewrite = shim::rewrite(args, &ours, &mut shim::read_args_fd);
     let mut now_visited = visited;
     now_visited.extend(shim::identity(&real));

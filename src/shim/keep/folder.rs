@@ -49,6 +49,22 @@ fn private_folder(path: &Path) -> Result<(), String> {
     }
     let meta = std::fs::symlink_metadata(path)
         .map_err(|e| format!("{}: {}", path.display(), crate::error::strerror(&e)))?;
+    // The user's own folder (`--setup` keeps its record in it) is made
+    // private; one of anyone else's is never used.
+    if meta.is_dir() && meta.uid() == uid() && meta.mode() & 0o077 != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(meta.mode() & 0o700);
+        std::fs::set_permissions(path, private)
+            .map_err(|e| format!("{}: {}", path.display(), crate::error::strerror(&e)))?;
+        return private_folder_as_is(path);
+    }
+    private_folder_as_is(path)
+}
+
+/// Ok if `path` is, as it is, a private folder of this user's.
+fn private_folder_as_is(path: &Path) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| format!("{}: {}", path.display(), crate::error::strerror(&e)))?;
     if !meta.is_dir() || meta.uid() != uid() || meta.mode() & 0o077 != 0 {
         return Err(format!(
             "{} is not a private folder of this user's (uid {}, mode {:o}): someone else made \

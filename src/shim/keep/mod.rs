@@ -93,7 +93,9 @@ impl Keeper {
     /// the line asks for none, or the lock cannot be used (the line then
     /// runs as given, as without the shim).
     pub fn keep(args: &mut [OsString], folder: &Path) -> Result<Keeper, NotKept> {
-        let places = places(args);
+        let mut places = places(args);
+        // The keeper's own folder, hidden behind its empty one, is no place.
+        places.retain(|p| Path::new(OsStr::from_bytes(&p.dest)) != folder);
         if places.is_empty() {
             return Err(NotKept::quiet("no placeholder on the line".into()));
         }
