@@ -21,7 +21,9 @@
 //! [`BASELINE`]: built once, outside this checkout, in
 //! `$TMPDIR/apply-seccomp-baseline/COMMIT`,
 //! and run in the same rounds, so each change is seen against a fixed
-//! build and not only the one before; `none` leaves it out).
+//! build and not only the one before; `none` leaves it out);
+//! `APPLY_SECCOMP_SHIM_BEFORE` (a commit whose shim the shim row runs in
+//! the same turns, default [`SHIM_BEFORE`]; `none` leaves it out).
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -39,10 +41,22 @@ use common::{BWRAP_OPTIONS, NOBODY, is_root, which};
 /// mount guard, the hardening and the doctor (issue 25).
 const BASELINE: &str = "30cd3ee";
 
+/// The shim of the build before issue 42's route protection and keeper
+/// changes: the shim row's "before" column.
+const SHIM_BEFORE: &str = "862cfc2";
+
 /// The baseline commit built (release, its own target folder, kept for
 /// the next run), or None where it is turned off.
 fn baseline(dir: &Path) -> Option<(String, PathBuf)> {
     let commit = std::env::var("APPLY_SECCOMP_BASELINE").unwrap_or_else(|_| BASELINE.into());
+    built(dir, &commit, "baseline-apply-seccomp")
+}
+
+/// `commit` of this project built (release, its own target folder under
+/// `$TMPDIR/apply-seccomp-baseline`, kept for the next run) and copied
+/// into `dir` as `name`; None for `none`.
+fn built(dir: &Path, commit: &str, name: &str) -> Option<(String, PathBuf)> {
+    let commit = commit.to_string();
     if commit == "none" || commit.is_empty() {
         return None;
     }
@@ -83,7 +97,7 @@ fn baseline(dir: &Path) -> Option<(String, PathBuf)> {
         .map(|e| e.path().join("release/apply-seccomp"))
         .find(|p| p.is_file())
         .expect("the baseline binary");
-    let copy = dir.join("baseline-apply-seccomp");
+    let copy = dir.join(name);
     std::fs::copy(built, &copy).unwrap();
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     Some((commit, copy))
@@ -462,7 +476,10 @@ fn main() {
     }
     let only = std::env::var("BENCH_ONLY").ok();
     if which("bwrap").is_some() && only.as_deref().is_none_or(|o| "shim".contains(o)) {
-        shim_against_bwrap(&dir, &ours, unpriv, rounds);
+        let before =
+            std::env::var("APPLY_SECCOMP_SHIM_BEFORE").unwrap_or_else(|_| SHIM_BEFORE.into());
+        let before = built(&dir, &before, "before-apply-seccomp");
+        shim_against_bwrap(&dir, &ours, before.as_ref(), unpriv, rounds);
     }
     let size = |p: &Path| std::fs::metadata(p).map_or("-".into(), |m| format!("{} bytes", m.len()));
     let mut helpers = vec![ours.clone(), c.clone()];
@@ -533,15 +550,25 @@ fn placeholders() -> Vec<&'static str> {
 /// placeholders, through the shim (which makes, holds and removes them)
 /// against bubblewrap direct (whose placeholders are removed after each
 /// run, untimed, as the client would), interleaved, as `uid`.
-fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) {
+fn shim_against_bwrap(
+    dir: &Path,
+    ours: &Path,
+    before: Option<&(String, PathBuf)>,
+    uid: Option<u32>,
+    rounds: usize,
+) {
     let work = dir.join("project");
     let empty = dir.join("empty");
     let shim = dir.join("shim");
-    for d in [&work, &empty, &shim] {
+    let shim_before = dir.join("shim-before");
+    for d in [&work, &empty, &shim, &shim_before] {
         std::fs::create_dir_all(d).unwrap();
     }
     std::fs::create_dir_all(work.join(".git")).unwrap();
     std::os::unix::fs::symlink(ours, shim.join("bwrap")).unwrap();
+    if let Some((_, b)) = before {
+        std::os::unix::fs::symlink(b, shim_before.join("bwrap")).unwrap();
+    }
     if let Some(u) = uid {
         for d in [&work, &work.join(".git"), &empty] {
             std::os::unix::fs::chown(d, Some(u), Some(u)).unwrap();
@@ -565,9 +592,16 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
     let direct: Vec<String> = [vec![bwrap], line.clone()].concat();
     let through: Vec<String> = [
         vec![shim.join("bwrap").to_string_lossy().into_owned()],
-        line,
+        line.clone(),
     ]
     .concat();
+    let through_before: Option<Vec<String>> = before.map(|_| {
+        [
+            vec![shim_before.join("bwrap").to_string_lossy().into_owned()],
+            line,
+        ]
+        .concat()
+    });
     // What bubblewrap made, deepest first, as the client removes it.
     let clean = || {
         for p in placeholders().iter().rev().chain(&[".claude"]) {
@@ -599,11 +633,20 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
     let null_line: Option<Vec<String>> = null_shim
         .as_ref()
         .map(|n| [vec![n.to_string_lossy().into_owned()], direct[1..].to_vec()].concat());
-    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut a, mut b, mut c, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds + 20 {
-        for k in 0..3 {
+        for k in 0..4 {
             let keep = round >= 20;
-            match (k + round) % 3 {
+            match (k + round) % 4 {
+                3 => {
+                    if let Some(line) = &through_before {
+                        let t = time_once(line, uid);
+                        settle();
+                        if keep {
+                            d.push(t.as_secs_f64() * 1e3);
+                        }
+                    }
+                }
                 0 => {
                     let t = time_once(&direct, uid);
                     clean();
@@ -632,10 +675,10 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
     }
     let ratio = |x: &[f64], y: &[f64]| median(x.iter().zip(y).map(|(s, d)| s / d).collect());
     println!(
-        "\n| {} placeholders, bwrap (srt options) `true` | bubblewrap direct | a null shim (execv only) | through the shim | null / direct | shim / direct | shim / null (medians of ratios) |",
+        "\n| {} placeholders, bwrap (srt options) `true` | bubblewrap direct | a null shim (execv only) | through the shim | null / direct | shim / direct | shim / null | the shim before | shim / before (medians of ratios) |",
         placeholders().len() + 1
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let (null_ms, null_ratio, over_null) = if c.is_empty() {
         ("-".to_string(), "-".to_string(), "-".to_string())
     } else {
@@ -645,8 +688,15 @@ fn shim_against_bwrap(dir: &Path, ours: &Path, uid: Option<u32>, rounds: usize) 
             format!("{:.3}", ratio(&b, &c)),
         )
     };
+    let (before_ms, over_before) = match before {
+        Some((commit, _)) if !d.is_empty() => (
+            format!("{:.2} ms ({commit})", median(d.clone())),
+            format!("{:.3}", ratio(&b, &d)),
+        ),
+        _ => ("-".to_string(), "-".to_string()),
+    };
     println!(
-        "| {rounds} rounds, in turns | {:.2} ms | {null_ms} | {:.2} ms | {null_ratio} | {:.3} | {over_null} |",
+        "| {rounds} rounds, in turns | {:.2} ms | {null_ms} | {:.2} ms | {null_ratio} | {:.3} | {over_null} | {before_ms} | {over_before} |",
         median(a.clone()),
         median(b.clone()),
         ratio(&b, &a),

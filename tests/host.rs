@@ -99,6 +99,35 @@ fn outside_shim() -> &'static Path {
     })
 }
 
+/// Runs `test` as each user with a fresh git folder (`tag`), srt's
+/// settings for it (the folder writable, the shim outside it) and the
+/// user's home folder, beside the other tests that use the keepers.
+fn each_user(tag: &str, test: impl Fn(User, &Path, &Path, &Path)) {
+    if !ready() {
+        return;
+    }
+    let _shared = KEEPER_FOLDER.read().unwrap_or_else(|e| e.into_inner());
+    for user in users() {
+        let dir = project(user, tag);
+        let file = settings(&dir, &dir, Some(outside_shim()));
+        test(user, &dir, &file, &common::srt_cli::home(user));
+    }
+}
+
+/// `apply-seccomp --doctor ARGS` as `user` in `dir`, with `path` as PATH.
+fn doctor(user: User, dir: &Path, path: &str, args: &[&str]) -> Output {
+    let mut cmd = Command::new(&fixture().helper);
+    cmd.arg("--doctor")
+        .args(args)
+        .env("PATH", path)
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    if let Some(u) = uid_of(user) {
+        cmd.uid(u).gid(u);
+    }
+    cmd.output().unwrap()
+}
+
 /// `srt` with `SRT_DEBUG`, `home` as HOME and `path` as PATH.
 fn srt_in(user: User, dir: &Path, file: &Path, home: &Path, path: &str, script: &str) -> Output {
     srt(user, dir, file, script)
@@ -223,14 +252,7 @@ fn a_command_cannot_replace_the_shim_or_add_a_bwrap_before_it() {
 /// run by the shim nor by the doctor, which reports the entry.
 #[test]
 fn a_relative_path_entry_never_runs_a_planted_bwrap() {
-    if !ready() {
-        return;
-    }
-    let _shared = KEEPER_FOLDER.read().unwrap_or_else(|e| e.into_inner());
-    for user in users() {
-        let dir = project(user, "relative");
-        let file = settings(&dir, &dir, Some(outside_shim()));
-        let home = common::srt_cli::home(user);
+    each_user("relative", |user, dir, file, home| {
         for path in [
             "node_modules/.bin:/usr/local/bin:/usr/bin:/bin",
             ":/usr/local/bin:/usr/bin:/bin",
@@ -244,7 +266,7 @@ fn a_relative_path_entry_never_runs_a_planted_bwrap() {
                  > ./{rel}/bwrap && chmod +x ./{rel}/bwrap) 2>&1; echo plant=$?",
                 p = pwned.display()
             );
-            let out = srt_in(user, &dir, &file, &home, path, &script);
+            let out = srt_in(user, dir, file, home, path, &script);
             assert!(out.status.success(), "{user:?} {path}: {}", said(&out));
             // The name holds the placeholder: /dev/null, bound read-only.
             assert!(
@@ -268,23 +290,14 @@ fn a_relative_path_entry_never_runs_a_planted_bwrap() {
                 std::os::unix::fs::PermissionsExt::from_mode(0o755),
             )
             .unwrap();
-            chown(&dir, user);
-            let out = srt_in(user, &dir, &file, &home, path, "echo ran");
+            chown(dir, user);
+            let out = srt_in(user, dir, file, home, path, "echo ran");
             assert_eq!(stdout(&out), "ran\n", "{user:?} {path}: {}", said(&out));
             assert!(
                 !pwned.exists(),
                 "{user:?} {path}: the shim ran the planted bwrap"
             );
-            let mut doctor = Command::new(&fixture().helper);
-            doctor
-                .args(["--doctor", "--json"])
-                .env("PATH", path)
-                .current_dir(&dir)
-                .stdin(Stdio::null());
-            if let Some(u) = uid_of(user) {
-                doctor.uid(u).gid(u);
-            }
-            let out = doctor.output().unwrap();
+            let out = doctor(user, dir, path, &["--json"]);
             let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             let check = report["checks"]
                 .as_array()
@@ -306,7 +319,7 @@ fn a_relative_path_entry_never_runs_a_planted_bwrap() {
             );
             std::fs::remove_file(&planted).unwrap();
         }
-    }
+    });
 }
 
 /// The keeper's folder for `user`: `.local/state/apply-seccomp` in the
@@ -386,15 +399,7 @@ fn no_one_holding_the_lock_stalls_another_session() {
             "{}",
             said(&out)
         );
-        let mut doctor = Command::new(&fixture().helper);
-        doctor
-            .arg("--doctor")
-            .current_dir(&dir)
-            .stdin(Stdio::null());
-        if let Some(u) = uid_of(user) {
-            doctor.uid(u).gid(u);
-        }
-        let report = doctor.output().unwrap();
+        let report = doctor(user, &dir, path, &[]);
         assert!(stdout(&report).contains("verdict:"), "{}", said(&report));
         assert!(
             holder.try_wait().unwrap().is_none(),
@@ -413,12 +418,7 @@ fn no_one_holding_the_lock_stalls_another_session() {
 /// loop while another session runs its commands, leaves nothing in it.
 #[test]
 fn a_link_swapped_in_never_leads_the_keeper_out_of_the_folder() {
-    if !ready() {
-        return;
-    }
-    let _shared = KEEPER_FOLDER.read().unwrap_or_else(|e| e.into_inner());
-    for user in users() {
-        let dir = project(user, "swap");
+    each_user("swap", |user, dir, file, home| {
         let target = common::fresh_folder(&format!("host-swap-home-{user:?}"));
         chown(&target, user);
         std::os::unix::fs::symlink(&target, dir.join("sub")).unwrap();
@@ -461,21 +461,19 @@ fn a_link_swapped_in_never_leads_the_keeper_out_of_the_folder() {
         // The race, from inside a sandbox of the same folder.
         std::fs::create_dir(dir.join("sub")).unwrap();
         std::fs::write(dir.join("sub/.bash_profile"), "x\n").unwrap();
-        chown(&dir, user);
-        let file = settings(&dir, &dir, Some(outside_shim()));
-        let home = common::srt_cli::home(user);
+        chown(dir, user);
         let swap = format!(
             "ln -s {t} sub.link; end=$(($(date +%s) + 6)); \
              while [ $(date +%s) -lt $end ]; do mv -T sub sub.tmp; mv -T sub.link sub; \
              mv -T sub sub.link; mv -T sub.tmp sub; done; rm -f sub.link; echo swapped",
             t = target.display()
         );
-        let hostile = srt(user, &dir, &file, &swap).spawn().unwrap();
+        let hostile = srt(user, dir, file, &swap).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(500));
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut runs = 0;
         while Instant::now() < deadline {
-            let _ = srt_in(user, &dir, &file, &home, "/usr/bin:/bin", "true");
+            let _ = srt_in(user, dir, file, home, "/usr/bin:/bin", "true");
             runs += 1;
             assert!(
                 !target.join(".bash_profile").exists(),
@@ -487,7 +485,7 @@ fn a_link_swapped_in_never_leads_the_keeper_out_of_the_folder() {
         assert!(!target.join(".bash_profile").exists());
         assert!(left(&target).is_empty(), "{user:?}: {:?}", left(&target));
         assert!(runs > 0);
-    }
+    });
 }
 
 /// A command that can only read a placeholder (another sandbox of the
@@ -496,16 +494,12 @@ fn a_link_swapped_in_never_leads_the_keeper_out_of_the_folder() {
 /// placeholder still goes when that run ends.
 #[test]
 fn a_reader_cannot_keep_a_placeholder_alive() {
-    if !ready() || which("python3").is_none() && !common::skip("no python3") {
+    if which("python3").is_none() && !common::skip("no python3") {
         return;
     }
-    let _shared = KEEPER_FOLDER.read().unwrap_or_else(|e| e.into_inner());
-    for user in users() {
-        let dir = project(user, "reader");
+    each_user("reader", |user, dir, file, home| {
         let other = project(user, "reader-other");
-        let file = settings(&dir, &dir, Some(outside_shim()));
         let other_file = settings(&other, &other, Some(outside_shim()));
-        let home = common::srt_cli::home(user);
         let held = dir.join(".bashrc");
         let reader = format!(
             "while [ ! -s {h} ]; do sleep 0.02; done; exec 9<{h}; flock -s 9; \
@@ -516,19 +510,19 @@ fn a_reader_cannot_keep_a_placeholder_alive() {
         let reader = srt(user, &other, &other_file, &reader).spawn().unwrap();
         let out = srt_in(
             user,
-            &dir,
-            &file,
-            &home,
+            dir,
+            file,
+            home,
             "/usr/bin:/bin",
             "sleep 1.5; echo done",
         );
         assert_eq!(stdout(&out), "done\n", "{}", said(&out));
         // Gone while the reader still holds its locks.
-        let now = settled_to(&dir, &[]);
+        let now = settled_to(dir, &[]);
         let reader = reader.wait_with_output().unwrap();
         assert!(stdout(&reader).contains("read-locked"), "{}", said(&reader));
         assert!(now.is_empty(), "{user:?}: kept alive by a reader: {now:?}");
-    }
+    });
 }
 
 /// Files at every passing name a command could guess (the old
@@ -538,12 +532,7 @@ fn a_reader_cannot_keep_a_placeholder_alive() {
 /// concurrent sessions never stop.
 #[test]
 fn planted_passing_names_do_not_switch_the_keeper_off() {
-    if !ready() {
-        return;
-    }
-    let _shared = KEEPER_FOLDER.read().unwrap_or_else(|e| e.into_inner());
-    for user in users() {
-        let dir = project(user, "planted");
+    each_user("planted", |user, dir, file, home| {
         let uid = uid_of(user).unwrap_or(0);
         let mut planted = Vec::new();
         for name in common::SRT_DENIED_FILES {
@@ -557,14 +546,12 @@ fn planted_passing_names_do_not_switch_the_keeper_off() {
         }
         planted.sort();
         planted.dedup();
-        chown(&dir, user);
-        let file = settings(&dir, &dir, Some(outside_shim()));
-        let home = common::srt_cli::home(user);
+        chown(dir, user);
         let out = srt_in(
             user,
-            &dir,
-            &file,
-            &home,
+            dir,
+            file,
+            home,
             "/usr/bin:/bin",
             "cat .bashrc; echo ok",
         );
@@ -583,7 +570,7 @@ fn planted_passing_names_do_not_switch_the_keeper_off() {
             for _ in 0..2 {
                 s.spawn(|| {
                     for _ in 0..6 {
-                        let out = srt(user, &dir, &file, "true").output().unwrap();
+                        let out = srt(user, dir, file, "true").output().unwrap();
                         tally.lock().unwrap().add(&out, 0);
                     }
                 });
@@ -597,14 +584,14 @@ fn planted_passing_names_do_not_switch_the_keeper_off() {
         );
         assert!(tally.other_failures.is_empty(), "{tally:?}");
         let refs: Vec<&str> = planted.iter().map(String::as_str).collect();
-        assert_eq!(settled_to(&dir, &refs), refs, "{user:?}");
+        assert_eq!(settled_to(dir, &refs), refs, "{user:?}");
         for name in &planted {
             assert_eq!(
                 std::fs::read_to_string(dir.join(name)).unwrap(),
                 "planted\n"
             );
         }
-    }
+    });
 }
 
 /// Another local user who takes the keeper's folder name in `/tmp` first
@@ -643,13 +630,7 @@ fn another_user_taking_the_keepers_folder_is_said() {
 /// folder, no failure, nothing left, and no lock in either folder.
 #[test]
 fn sessions_with_different_environments_take_one_lock() {
-    if !ready() {
-        return;
-    }
-    let _shared = KEEPER_FOLDER.read().unwrap_or_else(|e| e.into_inner());
-    for user in users() {
-        let dir = project(user, "xdg");
-        let file = settings(&dir, &dir, Some(outside_shim()));
+    each_user("xdg", |user, dir, file, _| {
         let runtimes: Vec<PathBuf> = (0..2)
             .map(|k| {
                 let r = common::fresh_folder(&format!("host-xdg-{k}-{user:?}"));
@@ -680,9 +661,9 @@ fn sessions_with_different_environments_take_one_lock() {
             "{tally:?}"
         );
         assert!(tally.other_failures.is_empty(), "{tally:?}");
-        assert!(settled(&dir).is_empty(), "{user:?}: {:?}", left(&dir));
+        assert!(settled(dir).is_empty(), "{user:?}: {:?}", left(dir));
         for r in &runtimes {
             assert!(left(r).is_empty(), "{}: {:?}", r.display(), left(r));
         }
-    }
+    });
 }

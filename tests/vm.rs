@@ -974,11 +974,14 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             s.case(&format!("race-{place}-{who:?}-{join}"), who, &[], &argv);
         }
     }
-    // The placeholder keeper's raw calls (sys/files.rs: flock, renameat2,
-    // getdents64, pidfd_open, ppoll, close_range) and its holder, started
-    // in the shim's memory, on aarch64: a line with a file and a nested
-    // folder's placeholder through the shim; the command finds them there,
-    // cannot write them, and nothing is left once the holder is done.
+    // The placeholder keeper's raw calls (sys/files.rs: renameat2,
+    // linkat of an O_TMPFILE file, getdents64, pidfd_open, ppoll,
+    // close_range; sys/locks.rs: flock and its bounded wait, open file
+    // description locks) and its holder, started in the shim's memory, on
+    // aarch64: a line with a file and a nested folder's placeholder
+    // through the shim; all four places made (two files, two folders),
+    // the command finds them there, cannot write them, and nothing is
+    // left once the holder is done.
     for who in GUESTS {
         let script = format!(
             "d=$(mktemp -d /tmp/keep-XXXXXX) && cd $d && SRT_DEBUG=1 {HELPER} --bwrap-shim \
@@ -1148,6 +1151,7 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             assert!(keep.stdout.lines().any(|l| l == want), "{want}: {what}");
         }
         assert!(keep.stderr.contains("placeholders kept ("), "{what}");
+        assert!(keep.stderr.contains(": 4 made, 0 already there"), "{what}");
     }
     for who in GUESTS {
         for (place, join) in races {

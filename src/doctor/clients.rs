@@ -3,7 +3,8 @@
 //! Code's side is claude.rs.
 
 use std::ffi::OsStr;
-use std::path::{Component, Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use super::Check;
 use crate::json::{self, Value};
@@ -53,22 +54,10 @@ fn folder_of_entry(entry: &str, literal: bool, home: Option<&Path>) -> Option<Pa
         },
         _ => spelled,
     };
-    Some(std::fs::canonicalize(&folder).unwrap_or_else(|_| lexical(&folder)))
-}
-
-/// `.` and `..` folded in text (for a path that does not exist).
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
+    Some(
+        std::fs::canonicalize(&folder)
+            .unwrap_or_else(|_| shim::protect::lexical(folder.as_os_str().as_bytes())),
+    )
 }
 
 /// The srt checks: the settings file srt would read, its

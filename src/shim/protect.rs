@@ -367,8 +367,9 @@ pub fn protect(
     Ok(done)
 }
 
-/// `.` and `..` folded in text, and no trailing `/`.
-fn lexical(p: impl AsRef<[u8]>) -> PathBuf {
+/// `.` and `..` folded in text, and no trailing `/` (also the doctor's,
+/// for a path that does not exist).
+pub fn lexical(p: impl AsRef<[u8]>) -> PathBuf {
     let p = Path::new(std::ffi::OsStr::from_bytes(p.as_ref()));
     let mut out = PathBuf::new();
     for c in p.components() {

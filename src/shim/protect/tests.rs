@@ -20,24 +20,18 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
-/// srt's shape: `/` read-only, `dir` writable, a deny path in it.
-fn line(dir: &Path) -> Vec<OsString> {
+/// srt's shape: `/` read-only, `dir` writable, `middle` (the mounts the
+/// shim adds), a deny path in it, the command.
+fn with(dir: &Path, middle: &[&str]) -> Vec<OsString> {
     let d = s(dir);
-    words(&[
-        "--ro-bind",
-        "/",
-        "/",
-        "--bind",
-        &d,
-        &d,
-        "--ro-bind",
-        "/dev/null",
-        &format!("{d}/.bashrc"),
-        "--",
-        "sh",
-        "-c",
-        "x",
-    ])
+    let bashrc = format!("{d}/.bashrc");
+    let head = ["--ro-bind", "/", "/", "--bind", &d, &d];
+    let tail = ["--ro-bind", "/dev/null", &bashrc, "--", "sh", "-c", "x"];
+    words(&[&head[..], middle, &tail[..]].concat())
+}
+
+fn line(dir: &Path) -> Vec<OsString> {
+    with(dir, &[])
 }
 
 #[test]
@@ -72,30 +66,20 @@ fn a_file_in_a_writable_bind_is_bound_read_only_and_its_folders_kept_in_place() 
     let mut l = line(&dir);
     let done = protect(&mut l, std::slice::from_ref(&shim), None).unwrap();
     let d = s(&dir);
-    let want = words(&[
-        "--ro-bind",
-        "/",
-        "/",
-        "--bind",
-        &d,
-        &d,
-        "--bind",
-        &format!("{d}/x"),
-        &format!("{d}/x"),
-        "--bind",
-        &format!("{d}/x/bin"),
-        &format!("{d}/x/bin"),
-        "--ro-bind",
-        &s(&shim),
-        &s(&shim),
-        "--ro-bind",
-        "/dev/null",
-        &format!("{d}/.bashrc"),
-        "--",
-        "sh",
-        "-c",
-        "x",
-    ]);
+    let want = with(
+        &dir,
+        &[
+            "--bind",
+            &format!("{d}/x"),
+            &format!("{d}/x"),
+            "--bind",
+            &format!("{d}/x/bin"),
+            &format!("{d}/x/bin"),
+            "--ro-bind",
+            &s(&shim),
+            &s(&shim),
+        ],
+    );
     assert_eq!(l, want);
     assert_eq!((done.files, done.kept), (vec![s(&shim)], 2));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -109,33 +93,23 @@ fn a_link_gets_its_folder_read_only_and_its_target_too() {
     let mut l = line(&dir);
     let done = protect(&mut l, &[dir.join("x/bin/bwrap")], None).unwrap();
     let d = s(&dir);
-    let want = words(&[
-        "--ro-bind",
-        "/",
-        "/",
-        "--bind",
-        &d,
-        &d,
-        "--bind",
-        &format!("{d}/x"),
-        &format!("{d}/x"),
-        "--bind",
-        &format!("{d}/y"),
-        &format!("{d}/y"),
-        "--ro-bind",
-        &format!("{d}/x/bin"),
-        &format!("{d}/x/bin"),
-        "--ro-bind",
-        &format!("{d}/y/real"),
-        &format!("{d}/y/real"),
-        "--ro-bind",
-        "/dev/null",
-        &format!("{d}/.bashrc"),
-        "--",
-        "sh",
-        "-c",
-        "x",
-    ]);
+    let want = with(
+        &dir,
+        &[
+            "--bind",
+            &format!("{d}/x"),
+            &format!("{d}/x"),
+            "--bind",
+            &format!("{d}/y"),
+            &format!("{d}/y"),
+            "--ro-bind",
+            &format!("{d}/x/bin"),
+            &format!("{d}/x/bin"),
+            "--ro-bind",
+            &format!("{d}/y/real"),
+            &format!("{d}/y/real"),
+        ],
+    );
     assert_eq!(l, want);
     assert_eq!(done.folders, vec![format!("{d}/x/bin/bwrap")]);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -154,36 +128,26 @@ fn an_absent_name_gets_a_placeholder_and_the_keepers_folder_is_hidden() {
     )
     .unwrap();
     let d = s(&dir);
-    let want = words(&[
-        "--ro-bind",
-        "/",
-        "/",
-        "--bind",
-        &d,
-        &d,
-        "--bind",
-        &format!("{d}/x"),
-        &format!("{d}/x"),
-        "--bind",
-        &format!("{d}/x/bin"),
-        &format!("{d}/x/bin"),
-        "--ro-bind",
-        &format!("{d}/y/empty"),
-        &format!("{d}/y"),
-        "--ro-bind",
-        "/dev/null",
-        &format!("{d}/none/bwrap"),
-        "--ro-bind",
-        "/dev/null",
-        &format!("{d}/x/bin/bwrap"),
-        "--ro-bind",
-        "/dev/null",
-        &format!("{d}/.bashrc"),
-        "--",
-        "sh",
-        "-c",
-        "x",
-    ]);
+    let want = with(
+        &dir,
+        &[
+            "--bind",
+            &format!("{d}/x"),
+            &format!("{d}/x"),
+            "--bind",
+            &format!("{d}/x/bin"),
+            &format!("{d}/x/bin"),
+            "--ro-bind",
+            &format!("{d}/y/empty"),
+            &format!("{d}/y"),
+            "--ro-bind",
+            "/dev/null",
+            &format!("{d}/none/bwrap"),
+            "--ro-bind",
+            "/dev/null",
+            &format!("{d}/x/bin/bwrap"),
+        ],
+    );
     assert_eq!(l, want);
     assert!(done.hidden);
     assert_eq!(done.absent.len(), 2);
