@@ -70,6 +70,11 @@ fn home_with_shim(user: User, shim: Shim) -> PathBuf {
 /// srt's settings beside `dir`: `write` writable, this helper as
 /// `applyPath`, `bwrap` as `bwrapPath` (none: srt finds bwrap on PATH).
 fn settings(dir: &Path, write: &Path, bwrap: Option<&Path>) -> PathBuf {
+    settings_with(dir, write, bwrap, &fixture().helper)
+}
+
+/// [`settings`] with `apply` as `applyPath`.
+fn settings_with(dir: &Path, write: &Path, bwrap: Option<&Path>, apply: &Path) -> PathBuf {
     let file = dir.with_extension("json");
     let bwrap = bwrap.map_or(String::new(), |b| {
         format!(r#", "bwrapPath": "{}""#, b.display())
@@ -81,7 +86,7 @@ fn settings(dir: &Path, write: &Path, bwrap: Option<&Path>) -> PathBuf {
   "filesystem": {{"denyRead": [], "allowWrite": ["{w}"], "denyWrite": []}},
   "seccomp": {{"applyPath": "{h}"}}{bwrap}}}"#,
             w = write.display(),
-            h = fixture().helper.display()
+            h = apply.display()
         ),
     )
     .unwrap();
@@ -151,7 +156,7 @@ fn said(out: &Output) -> String {
 /// it, put a script in its place that leaves `pwned` and runs the real
 /// bubblewrap (so nothing would look wrong), move its folders away, and
 /// add a `bwrap` to `before` (a folder searched first); each result said.
-fn attack(bwrap: &Path, before: &Path, pwned: &Path) -> String {
+fn attack(bwrap: &Path, helper: &Path, before: &Path, pwned: &Path) -> String {
     let b = bwrap.display();
     let local = bwrap.parent().unwrap().parent().unwrap().display();
     let evil = format!(
@@ -164,13 +169,16 @@ fn attack(bwrap: &Path, before: &Path, pwned: &Path) -> String {
          ({evil} > {b}) 2>&1; echo write=$?; \
          mv {local} {local}.moved 2>&1; echo movedir=$?; \
          ({evil} > {bf}/bwrap && chmod +x {bf}/bwrap) 2>&1; echo before=$?; \
-         (touch {bin}/pip-installed) 2>&1; echo pip=$?; true",
+         (touch {bin}/pip-installed) 2>&1; echo pip=$?; \
+         rm -f {h} 2>&1; echo helper=$?; true",
+        h = helper.display(),
         bf = before.display(),
         bin = bwrap.parent().unwrap().display(),
     )
 }
 
-/// The shim's route in a folder the command may write, both ways clients
+/// The shim's route in a folder the command may write, and the helper
+/// srt runs (`applyPath`, another copy in `~/.cargo/bin`), both ways clients
 /// find it (srt's `bwrapPath`, and `PATH` as Claude Code does, a folder
 /// with no bwrap first): the command can neither remove, replace nor
 /// write the shim, nor move its folders away, nor add a `bwrap` before
@@ -188,7 +196,13 @@ fn a_command_cannot_replace_the_shim_or_add_a_bwrap_before_it() {
             for by_path in [false, true] {
                 let home = home_with_shim(user, shim);
                 let bwrap = home.join(".local/bin/bwrap");
-                let file = settings(&home, &home, (!by_path).then_some(bwrap.as_path()));
+                let helper = home.join(".cargo/bin/apply-seccomp");
+                std::fs::create_dir_all(helper.parent().unwrap()).unwrap();
+                common::install(&fixture().helper, &helper, 0o755);
+                chown(&home, user);
+                let file =
+                    settings_with(&home, &home, (!by_path).then_some(bwrap.as_path()), &helper);
+                let helper_ino = std::fs::metadata(&helper).unwrap().ino();
                 let path = format!(
                     "{}:{}:/usr/local/bin:/usr/bin:/bin",
                     home.join("bin").display(),
@@ -198,7 +212,7 @@ fn a_command_cannot_replace_the_shim_or_add_a_bwrap_before_it() {
                 let before_link = std::fs::read_link(&bwrap).ok();
                 let before_ino = std::fs::symlink_metadata(&bwrap).unwrap().ino();
                 let case = format!("{user:?} {shim:?} by PATH {by_path}");
-                let script = attack(&bwrap, &home.join("bin"), &pwned);
+                let script = attack(&bwrap, &helper, &home.join("bin"), &pwned);
                 let out = srt_in(user, &home, &file, &home, &path, &script);
                 let text = stdout(&out);
                 assert!(out.status.success(), "{case}: {}", said(&out));
@@ -214,6 +228,7 @@ fn a_command_cannot_replace_the_shim_or_add_a_bwrap_before_it() {
                     ("write", readonly),
                     ("movedir", gone),
                     ("before", "bwrap: Permission denied"),
+                    ("helper", gone),
                 ] {
                     assert!(
                         !text.contains(&format!("{step}=0")),
@@ -238,6 +253,11 @@ fn a_command_cannot_replace_the_shim_or_add_a_bwrap_before_it() {
                 assert_eq!(std::fs::read_link(&bwrap).ok(), before_link, "{case}");
                 assert_eq!(std::fs::symlink_metadata(&bwrap).unwrap().ino(), before_ino);
                 assert!(!home.join(".local.moved").exists(), "{case}");
+                assert_eq!(
+                    std::fs::metadata(&helper).unwrap().ino(),
+                    helper_ino,
+                    "{case}"
+                );
                 // The placeholder held on ~/bin/bwrap is gone with the runs.
                 let bin = settled(&home.join("bin"));
                 assert!(bin.is_empty(), "{case}: left in ~/bin: {bin:?}");

@@ -217,15 +217,13 @@ fn route(ours: &Path, real: &Path, command: &[OsString]) -> Vec<PathBuf> {
     route
 }
 
-/// The absolute words of the command (after `command_at`) that name the
-/// file `ours` is (srt's `applyPath`), at most `limit` looked at.
+/// The absolute words of the command that name a helper srt runs in the
+/// sandbox (its `applyPath`): the file `ours` is, or an executable file
+/// named `apply-seccomp...` (another build); at most `limit` words looked
+/// at.
 pub(crate) fn words_naming(command: &[OsString], ours: &Path, limit: usize) -> Vec<PathBuf> {
-    let Ok(id) = std::fs::metadata(ours).map(|m| {
-        use std::os::unix::fs::MetadataExt;
-        (m.dev(), m.ino())
-    }) else {
-        return Vec::new();
-    };
+    use std::os::unix::fs::MetadataExt;
+    let id = std::fs::metadata(ours).ok().map(|m| (m.dev(), m.ino()));
     let mut found = Vec::new();
     let words = command.iter().flat_map(|w| {
         w.as_bytes()
@@ -235,9 +233,15 @@ pub(crate) fn words_naming(command: &[OsString], ours: &Path, limit: usize) -> V
             .collect::<Vec<_>>()
     });
     for word in words.take(limit) {
-        use std::os::unix::fs::MetadataExt;
-        let same = std::fs::metadata(&word).is_ok_and(|m| (m.dev(), m.ino()) == id);
-        if same && !found.contains(&word) {
+        let helper = std::fs::metadata(&word).is_ok_and(|m| {
+            Some((m.dev(), m.ino())) == id
+                || m.is_file()
+                    && m.mode() & 0o111 != 0
+                    && word
+                        .file_name()
+                        .is_some_and(|n| n.as_bytes().starts_with(b"apply-seccomp"))
+        });
+        if helper && !found.contains(&word) {
             found.push(word);
         }
     }

@@ -203,7 +203,7 @@ fn nothing_is_added_where_no_writable_bind_shows_the_route() {
 }
 
 #[test]
-fn the_command_words_naming_this_binary_are_found() {
+fn the_command_words_naming_a_helper_are_found() {
     let dir = folder("words");
     let ours = dir.join("y/helper");
     std::fs::write(&ours, "").unwrap();
@@ -225,5 +225,15 @@ fn the_command_words_naming_this_binary_are_found() {
         crate::shim::run::words_naming(&cmd, &ours, 1),
         vec![dir.join("x/bin/apply")]
     );
+    // Another build of the helper, by its name: executable ones only.
+    let other = dir.join("y/apply-seccomp");
+    std::fs::write(&other, "").unwrap();
+    let cmd = words(&["sh", "-c", &format!("{} /bin/sh -c x", s(&other))]);
+    assert_eq!(
+        crate::shim::run::words_naming(&cmd, &ours, 64),
+        Vec::<PathBuf>::new()
+    );
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    assert_eq!(crate::shim::run::words_naming(&cmd, &ours, 64), vec![other]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
