@@ -615,8 +615,13 @@ fn shim_against_bwrap(
     // shim in the same folder could.
     let settle = || {
         let start = Instant::now();
+        // `.claude` too, the folder placeholder above some: the shim of
+        // another build (the "before" column) neither shares this one's
+        // lock nor sees its holds, so a run may not start while a holder
+        // is still removing it.
         while placeholders()
             .iter()
+            .chain(&[".claude"])
             .any(|p| work.join(p.trim_end_matches('/')).exists())
         {
             assert!(

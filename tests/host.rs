@@ -363,11 +363,14 @@ fn keeper_folder(user: User) -> PathBuf {
     }
 }
 
-/// A command that holds the per-user lock cannot stall another session:
-/// inside a sandbox it cannot even open it (the keeper's folder is
-/// hidden); and a process outside every sandbox that holds it makes the
-/// shim wait a bounded time, then run the line as given, saying so, and
-/// the doctor finish, both while the holder still holds it.
+/// A command that holds the per-user lock cannot stall another session.
+/// Inside a sandbox: uid 65534 cannot open it (mode 0200, read-only
+/// there); root, whose capabilities in its user namespace pass the mode,
+/// may hold it, and the other session then runs after the bounded wait,
+/// saying so. A line that makes the keeper's folder writable hides it
+/// (the command finds nothing there). And a process outside every sandbox
+/// that holds it makes the shim wait a bounded time, then run the line as
+/// given, saying so, and the doctor finish, both while it still holds it.
 #[test]
 fn no_one_holding_the_lock_stalls_another_session() {
     if !ready() || which("flock").is_none() && !common::skip("no flock(1)") {
@@ -397,16 +400,40 @@ fn no_one_holding_the_lock_stalls_another_session() {
             "{user:?}: the other session waited"
         );
         let hostile = hostile.wait_with_output().unwrap();
-        assert!(!stdout(&hostile).contains("LOCKED"), "{}", said(&hostile));
+        if user == User::Root && stdout(&hostile).contains("LOCKED") {
+            assert!(
+                stderr(&out).contains("was held by another process for 1000 ms"),
+                "{}",
+                said(&out)
+            );
+        } else {
+            assert!(!stdout(&hostile).contains("LOCKED"), "{}", said(&hostile));
+            assert!(
+                stderr(&hostile).contains("Permission denied"),
+                "{}",
+                said(&hostile)
+            );
+        }
+        // A line that makes the keeper's folder writable hides it.
+        let keeper = keeper_folder(user);
+        let base = PathBuf::from(format!("{}-wide", dir.display()));
+        let wide = settings(&base, keeper.parent().unwrap(), Some(outside_shim()));
+        let script = format!("ls -A {}; echo listed", keeper.display());
+        let out = srt_in(user, &dir, &wide, &home, path, &script);
+        assert_eq!(stdout(&out), "listed\n", "{}", said(&out));
         assert!(
-            stderr(&hostile).contains("No such file or directory"),
+            stderr(&out).contains("the keeper's folder hidden"),
             "{}",
-            said(&hostile)
+            said(&out)
         );
         // Outside every sandbox, the user's own process holds it.
-        let mut holder = Command::new("flock");
-        // -o: the lock is flock's own, not its child's, and ends with it.
-        holder.args(["-x", "-o"]).arg(&lock).args(["sleep", "30"]);
+        // Opened for writing (the lock is mode 0200), locked, and held by
+        // the one process that is killed after.
+        let mut holder = Command::new("sh");
+        holder.arg("-c").arg(format!(
+            "exec 9>>{} && flock -x 9 && exec sleep 30",
+            lock.display()
+        ));
         if let Some(u) = uid_of(user) {
             holder.uid(u).gid(u);
         }

@@ -975,7 +975,7 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
         }
     }
     // The placeholder keeper's raw calls (sys/files.rs: renameat2,
-    // linkat of an O_TMPFILE file, getdents64, pidfd_open, ppoll,
+    // getdents64, pidfd_open, ppoll,
     // close_range; sys/locks.rs: flock and its bounded wait, open file
     // description locks) and its holder, started in the shim's memory, on
     // aarch64: a line with a file and a nested folder's placeholder

@@ -24,8 +24,10 @@
 //!   a placeholder the keeper makes, holds and removes (not executable:
 //!   no search runs it).
 //!
-//! The keeper's own folder (its lock) is hidden in every sandbox: its
-//! empty folder is bound over it, so no command can open the lock.
+//! The keeper's own folder (its lock) is hidden where a line makes it
+//! writable: its empty folder is bound over it, so no command can change
+//! the lock's mode and open it. (An extra mount costs bubblewrap ~0.3 ms,
+//! 2% of a call, so none is added where nothing needs it.)
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -51,10 +53,43 @@ pub enum Step {
     Absent(PathBuf),
 }
 
+/// What one name on the host is, as [`steps`] looks (each looked at once
+/// for all of a line's route: the folders its paths share).
+#[derive(Clone, Debug)]
+enum Seen {
+    Folder,
+    File,
+    Link(PathBuf),
+    Absent,
+    Unknown,
+}
+
+fn look(path: &Path, seen: &mut Vec<(PathBuf, Seen)>) -> Seen {
+    if let Some((_, s)) = seen.iter().find(|(p, _)| p == path) {
+        return s.clone();
+    }
+    let s = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Seen::Absent,
+        Err(_) => Seen::Unknown,
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::read_link(path).map_or(Seen::Unknown, Seen::Link)
+        }
+        Ok(m) if m.is_dir() => Seen::Folder,
+        Ok(_) => Seen::File,
+    };
+    seen.push((path.to_path_buf(), s.clone()));
+    s
+}
+
 /// The names on the way from the absolute `path` to the file it leads
 /// to: each link met, then the file or where nothing is. Empty where the
 /// way cannot be told (a folder, a loop of links, a name unreadable).
+#[cfg(test)]
 pub fn steps(path: &Path) -> Vec<Step> {
+    steps_seen(path, &mut Vec::new())
+}
+
+fn steps_seen(path: &Path, seen: &mut Vec<(PathBuf, Seen)>) -> Vec<Step> {
     let mut out = Vec::new();
     if !path.is_absolute() {
         return out;
@@ -69,8 +104,8 @@ pub fn steps(path: &Path) -> Vec<Step> {
             continue;
         }
         let next = here.join(&name);
-        match std::fs::symlink_metadata(&next) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        match look(&next, seen) {
+            Seen::Absent => {
                 let mut absent = next;
                 while let Some(rest) = todo.pop() {
                     absent.push(rest);
@@ -78,12 +113,9 @@ pub fn steps(path: &Path) -> Vec<Step> {
                 out.push(Step::Absent(absent));
                 return out;
             }
-            Err(_) => return Vec::new(),
-            Ok(m) if m.file_type().is_symlink() => {
+            Seen::Unknown => return Vec::new(),
+            Seen::Link(target) => {
                 links += 1;
-                let Ok(target) = std::fs::read_link(&next) else {
-                    return Vec::new();
-                };
                 if links > 40 {
                     return Vec::new();
                 }
@@ -93,12 +125,12 @@ pub fn steps(path: &Path) -> Vec<Step> {
                 }
                 push_components(&mut todo, &target);
             }
-            Ok(m) if m.is_dir() => here = next,
-            Ok(_) if todo.is_empty() => {
+            Seen::Folder => here = next,
+            Seen::File if todo.is_empty() => {
                 out.push(Step::File(next));
                 return out;
             }
-            Ok(_) => return Vec::new(),
+            Seen::File => return Vec::new(),
         }
     }
     Vec::new()
@@ -226,12 +258,12 @@ impl Protected {
 
 /// Adds to `line` (bubblewrap's words after `argv[0]`) the mounts that
 /// keep every name of `route` out of the command's reach, and hides the
-/// keeper's `folder` (binding `empty` over it) when given. Err: the line
-/// could not be walked (nothing added).
+/// keeper's `folder` (binding its empty folder over it) where the line
+/// makes it writable. Err: the line could not be walked (nothing added).
 pub fn protect(
     line: &mut Vec<OsString>,
     route: &[PathBuf],
-    keeper: Option<(&Path, &Path)>,
+    keeper: Option<&Path>,
 ) -> Result<Protected, String> {
     let walk = bwrap_args::walk(line).map_err(|e| format!("route not protected: {e}"))?;
     let dests: Vec<PathBuf> = walk.mounts.iter().map(|m| lexical(&m.dest)).collect();
@@ -259,7 +291,14 @@ pub fn protect(
     // Insertion index -> mounts to add there.
     let mut adds: Vec<(usize, Add)> = Vec::new();
     let mut seen: Vec<PathBuf> = Vec::new();
-    for step in route.iter().flat_map(|p| steps(p)) {
+    let mut looked = Vec::new();
+    let mut route = route.to_vec();
+    route.dedup();
+    let all: Vec<Step> = route
+        .iter()
+        .flat_map(|p| steps_seen(p, &mut looked))
+        .collect();
+    for step in all {
         let host = match &step {
             Step::Link(p) | Step::File(p) | Step::Absent(p) => p.clone(),
         };
@@ -315,9 +354,14 @@ pub fn protect(
             }
         }
     }
-    if let Some((folder, empty)) = keeper.filter(|(f, _)| f.is_dir()) {
-        let at = match exposure(folder, &binds, &dests) {
-            Some((bind, _)) if bind.at.is_none() => None,
+    // The keeper's folder, where the line makes it writable: hidden
+    // (elsewhere the lock's mode keeps a command out, keep/folder.rs).
+    if let Some(folder) = keeper {
+        match exposure(folder, &binds, &dests) {
+            Some((bind, _)) if bind.at.is_none() => done.not.push(format!(
+                "{} (its bind comes from an --args file)",
+                folder.display()
+            )),
             Some((bind, inside)) => {
                 let at = bind.at.map_or(0, |a| a + 3);
                 let mut f = inside.parent();
@@ -326,15 +370,18 @@ pub fn protect(
                     adds.push((at, add(KEEP_IN_PLACE, "--bind", &src, d)));
                     f = d.parent();
                 }
-                adds.push((at, add(NAME, "--ro-bind", empty, &inside)));
-                Some(())
+                match super::keep::empty_dir(folder) {
+                    Ok(empty) => {
+                        adds.push((at, add(NAME, "--ro-bind", &empty, &inside)));
+                        done.hidden = true;
+                    }
+                    Err(e) => done
+                        .not
+                        .push(format!("{} ({})", folder.display(), e.desc())),
+                }
             }
-            None => {
-                adds.push((walk.options_end, add(NAME, "--ro-bind", empty, folder)));
-                Some(())
-            }
-        };
-        done.hidden = at.is_some();
+            None => {}
+        }
     }
     // A folder bound read-only is not also bound writable after it.
     let read_only: Vec<(usize, PathBuf)> = adds

@@ -121,21 +121,18 @@ pub fn run(args: &[OsString], debug_on: bool) -> i32 {
         && fds.iter().all(|&fd| sys::set_cloexec(fd, true).is_ok()))
     .then(|| shim::inline_args(&rewrite.args, &rewrite.args_files));
     let mut plain_args = rewrite.args.clone();
-    // The keeper's folder: hidden in every sandbox, and where it is not
-    // this user's own (another user took its name), said whatever
-    // SRT_DEBUG says, since no placeholder can then be kept.
+    // The keeper's folder: where it is not this user's own (another user
+    // took its name), said whatever SRT_DEBUG says, since no placeholder
+    // can then be kept.
     let keeper = shim::keep::folder();
     if let Err(e) = &keeper {
         if e.loud {
             eprintln!("apply-seccomp: bwrap shim: {}", e.why);
         }
     }
-    let hide = keeper
-        .as_ref()
-        .ok()
-        .and_then(|f| Some((f.clone(), shim::keep::empty_dir(f).ok()?)));
     // What leads to this shim and to what it runs, kept out of the
-    // command's reach (protect.rs).
+    // command's reach (protect.rs); the keeper's folder hidden where the
+    // line makes it writable.
     let command_at = bwrap_args::walk(&plain_args).map_or(plain_args.len(), |w| w.command_at);
     let route = route(&ours, &real, &plain_args[command_at..]);
     for (what, words) in [
@@ -143,7 +140,7 @@ pub fn run(args: &[OsString], debug_on: bool) -> i32 {
         (" (line as given)", Some(&mut plain_args)),
     ] {
         let Some(words) = words else { continue };
-        let hidden = hide.as_ref().map(|(f, e)| (f.as_path(), e.as_path()));
+        let hidden = keeper.as_ref().ok().map(PathBuf::as_path);
         let note = shim::protect::protect(words, &route, hidden).map_or_else(|e| e, |p| p.note());
         debug(debug_on, || format!("bwrap shim: {note}{what}"));
     }
@@ -201,18 +198,24 @@ fn route(ours: &Path, real: &Path, command: &[OsString]) -> Vec<PathBuf> {
             route.push(cwd.join(a0));
         }
     }
-    let real_id = shim::identity(real);
     let path = std::env::var_os("PATH").unwrap_or_default();
     for dir in std::env::split_paths(&path) {
         let candidate = cwd.join(dir).join("bwrap");
-        let is_real = real_id.is_some() && shim::identity(&candidate) == real_id;
-        route.push(candidate);
+        // The real one is found as `DIR/bwrap` on PATH, or elsewhere
+        // (APPLY_SECCOMP_BWRAP, /usr/bin/bwrap): then every folder counts.
+        let is_real = candidate == real;
+        if !route.contains(&candidate) {
+            route.push(candidate);
+        }
         if is_real {
             break;
         }
     }
-    route.push(ours.to_path_buf());
-    route.push(real.to_path_buf());
+    for p in [ours, real] {
+        if !route.iter().any(|r| r == p) {
+            route.push(p.to_path_buf());
+        }
+    }
     route.extend(words_naming(command, ours, 64));
     route
 }

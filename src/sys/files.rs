@@ -3,7 +3,7 @@
 //! runs in the shim's memory while the shim goes on to exec bubblewrap
 //! ([`super::spawn_shared`]), so it may not touch libc's errno nor
 //! allocate, and the shim makes the same calls through the same wrappers.
-//! `renameat2(RENAME_NOREPLACE)`, `linkat`; `stat`, `open`, `mkdir` and
+//! `renameat2(RENAME_NOREPLACE)`; `stat`, `open`, `mkdir` and
 //! `unlink` relative to a folder; reading a folder's names into a buffer;
 //! closing every descriptor but some; `pidfd_open`, `setsid`, waiting for
 //! a descriptor. The outer stub uses `open_at` and the
@@ -34,28 +34,6 @@ pub fn rename_noreplace(dir: RawFd, old: &CStr, new: &CStr) -> Result<(), Errno>
                 dir as usize,
                 new.as_ptr() as usize,
                 libc::RENAME_NOREPLACE as usize,
-                0,
-            ],
-        )
-    })
-    .map(drop)
-}
-
-/// `linkat(AT_FDCWD, path, dir, name, AT_SYMLINK_FOLLOW)`: the file `path`
-/// leads to (an unnamed `O_TMPFILE` file, through `/proc/self/fd/N`) gets
-/// the name `name` in `dir`; `EEXIST` if something is there already.
-pub fn link_named(path: &CStr, dir: RawFd, name: &CStr) -> Result<(), Errno> {
-    // SAFETY: both names are NUL-terminated strings alive for the call,
-    // which only reads them.
-    raw_result(unsafe {
-        syscall6(
-            libc::SYS_linkat,
-            [
-                libc::AT_FDCWD as usize,
-                path.as_ptr() as usize,
-                dir as usize,
-                name.as_ptr() as usize,
-                libc::AT_SYMLINK_FOLLOW as usize,
                 0,
             ],
         )

@@ -34,38 +34,20 @@ impl NotKept {
 }
 
 /// `path` made a folder of this user's that no one else can enter, or
-/// found so. Err: something else is there.
-fn private_folder(path: &Path) -> Result<(), String> {
-    match std::fs::DirBuilder::new().mode(0o700).create(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => {
-            return Err(format!(
-                "{}: {}",
-                path.display(),
-                crate::error::strerror(&e)
-            ));
+/// found so (the user's own, made private if it was not: `--setup` keeps
+/// its record in it). Err: it is not the user's, or not a folder.
+fn private_folder(path: &Path, uid: u32) -> Result<(), String> {
+    let said = |e: std::io::Error| format!("{}: {}", path.display(), crate::error::strerror(&e));
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match std::fs::DirBuilder::new().mode(0o700).create(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(said(e)),
+                _ => std::fs::symlink_metadata(path).map_err(said)?,
+            }
         }
-    }
-    let meta = std::fs::symlink_metadata(path)
-        .map_err(|e| format!("{}: {}", path.display(), crate::error::strerror(&e)))?;
-    // The user's own folder (`--setup` keeps its record in it) is made
-    // private; one of anyone else's is never used.
-    if meta.is_dir() && meta.uid() == uid() && meta.mode() & 0o077 != 0 {
-        use std::os::unix::fs::PermissionsExt;
-        let private = std::fs::Permissions::from_mode(meta.mode() & 0o700);
-        std::fs::set_permissions(path, private)
-            .map_err(|e| format!("{}: {}", path.display(), crate::error::strerror(&e)))?;
-        return private_folder_as_is(path);
-    }
-    private_folder_as_is(path)
-}
-
-/// Ok if `path` is, as it is, a private folder of this user's.
-fn private_folder_as_is(path: &Path) -> Result<(), String> {
-    let meta = std::fs::symlink_metadata(path)
-        .map_err(|e| format!("{}: {}", path.display(), crate::error::strerror(&e)))?;
-    if !meta.is_dir() || meta.uid() != uid() || meta.mode() & 0o077 != 0 {
+        other => other.map_err(said)?,
+    };
+    if !meta.is_dir() || meta.uid() != uid {
         return Err(format!(
             "{} is not a private folder of this user's (uid {}, mode {:o}): someone else made \
              it",
@@ -74,6 +56,11 @@ fn private_folder_as_is(path: &Path) -> Result<(), String> {
             meta.mode() & 0o7777
         ));
     }
+    if meta.mode() & 0o077 != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(meta.mode() & 0o700);
+        std::fs::set_permissions(path, private).map_err(said)?;
+    }
     Ok(())
 }
 
@@ -81,67 +68,102 @@ fn private_folder_as_is(path: &Path) -> Result<(), String> {
 /// session of the user whatever its environment: `.local/state/apply-seccomp`
 /// in the home folder of the user's passwd entry, or, where that is not a
 /// folder of the user's (uid 65534's `/nonexistent`), `/tmp/apply-seccomp-UID`.
-/// Either is made private (0700) and used only if it is the user's own
-/// and private: a name another user took first is refused, never shared.
-/// Every line through the shim hides it from the command (protect.rs).
+/// Either is made private (0700) and used only if it is the user's own: a
+/// name another user took first is refused, never shared. A line that
+/// makes it writable has it hidden (protect.rs).
 pub fn folder() -> Result<PathBuf, NotKept> {
-    let home = nix::unistd::User::from_uid(nix::unistd::geteuid())
-        .ok()
-        .flatten()
-        .map(|u| u.dir)
-        .filter(|h| {
-            h.is_absolute() && std::fs::metadata(h).is_ok_and(|m| m.is_dir() && m.uid() == uid())
-        });
+    let uid = uid();
+    let home = passwd_home(uid).filter(|h| {
+        h.is_absolute() && std::fs::metadata(h).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+    });
     let dir = match home {
         Some(home) => {
             let state = home.join(".local/state");
-            let _ = std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&state);
+            if !state.is_dir() {
+                let _ = std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&state);
+            }
             state.join("apply-seccomp")
         }
-        None => PathBuf::from(format!("/tmp/apply-seccomp-{}", uid())),
+        None => PathBuf::from(format!("/tmp/apply-seccomp-{uid}")),
     };
-    private_folder(&dir).map_err(|why| NotKept {
+    private_folder(&dir, uid).map_err(|why| NotKept {
         why: format!("placeholders not kept: {why}"),
         loud: true,
     })?;
     Ok(dir)
 }
 
-/// Opens the per-user lock file in the keeper's folder: a regular file
-/// of this user's, not a link, writable by no one else.
+/// The home folder of `uid`'s entry in `/etc/passwd` (what the C library
+/// this binary is linked with reads for `getpwuid`, in three system calls
+/// instead of its eight).
+fn passwd_home(uid: u32) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let text = std::fs::read("/etc/passwd").ok()?;
+    let uid = uid.to_string();
+    text.split(|&b| b == b'\n').find_map(|line| {
+        let mut fields = line.split(|&b| b == b':');
+        let home = fields.nth(5);
+        let ours = line.split(|&b| b == b':').nth(2) == Some(uid.as_bytes());
+        ours.then(|| home.map(|h| PathBuf::from(std::ffi::OsStr::from_bytes(h))))
+            .flatten()
+    })
+}
+
+/// Opens the per-user lock file in the keeper's folder: a regular file of
+/// this user's, not a link, mode 0200 and opened for writing only. A
+/// command of a sandbox where it is read-only can then open it neither
+/// for reading (`EACCES`) nor for writing (`EROFS`), so cannot lock it;
+/// one that can (root, whose capabilities in its own user namespace pass
+/// the mode) makes the others wait [`LOCK_WAIT_MS`] at most.
 pub(super) fn lock_file(folder: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::PermissionsExt;
     let path = folder.join("lock");
     let file = std::fs::OpenOptions::new()
-        .read(true)
         .write(true)
         .create(true)
-        .mode(0o600)
+        .mode(0o200)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(&path)
         .map_err(|e| format!("{}: {}", path.display(), crate::error::strerror(&e)))?;
     let meta = file.metadata().map_err(|e| crate::error::strerror(&e))?;
-    if !meta.is_file() || meta.uid() != uid() || meta.mode() & 0o022 != 0 {
+    if !meta.is_file() || meta.uid() != uid() {
         return Err(format!(
             "{} is not a private file of this user's",
             path.display()
         ));
     }
+    if meta.mode() & 0o777 != 0o200 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o200))
+            .map_err(|e| format!("{}: {}", path.display(), crate::error::strerror(&e)))?;
+    }
     Ok(file)
 }
 
-/// The shim's empty folder, bound on a folder placeholder a line names
-/// as a self-bind (so the command never sees the mark in it), and over
-/// the keeper's folder in every sandbox: made if need be, used only if
-/// private and empty.
+/// The shim's empty folder, bound on a folder placeholder a line names as
+/// a self-bind (so the command never sees the mark in it), and over the
+/// keeper's folder where a line makes it writable: made if need be, used
+/// only if private and empty.
 pub fn empty_dir(folder: &Path) -> Result<PathBuf, Errno> {
     let path = folder.join("empty");
-    let _ = std::fs::DirBuilder::new().mode(0o700).create(&path);
-    let meta = std::fs::symlink_metadata(&path).map_err(|_| Errno::EIO)?;
-    let empty = std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_none());
-    if !meta.is_dir() || meta.uid() != uid() || meta.mode() & 0o077 != 0 || !empty {
+    if private_folder(&path, uid()).is_err() {
+        return Err(Errno::EEXIST);
+    }
+    let cpath =
+        std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Errno::EINVAL)?;
+    let fd = crate::sys::open_path(
+        &cpath,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+    )?;
+    let mut names = 0;
+    let mut buf = [0u8; 256];
+    crate::sys::each_entry(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut buf, |_, _| {
+        names += 1;
+        names <= 2
+    })?;
+    if names > 2 {
         return Err(Errno::EEXIST);
     }
     Ok(path)

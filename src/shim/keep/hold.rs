@@ -83,8 +83,8 @@ pub fn start(plan: Plan) -> Result<(), nix::errno::Errno> {
 
 /// The run is over: each placeholder no other run holds is removed,
 /// deepest first, if it is still only what the shim made; a folder
-/// emptied so goes too. Under the per-user lock, so no run takes one
-/// while it goes.
+/// emptied so goes too; and what a killed shim left at its passing names.
+/// Under the per-user lock, so no run takes one while it goes.
 fn release(plan: &Plan) {
     // Bounded: a lock held too long leaves the placeholders to the next
     // run in the folder, which removes them.
@@ -92,6 +92,7 @@ fn release(plan: &Plan) {
         return;
     }
     for item in &plan.items {
+        super::passing::clear_stale(item.dir, &item.name);
         // No other run holds it (this run's own write lock does not count).
         if mark::held_by_another(item.hold) {
             continue;

@@ -27,9 +27,9 @@
 //! end; then a placeholder no other run holds is removed, unless someone
 //! wrote into it on the host. Making, taking and removing happen under
 //! one per-user lock in the keeper's folder ([`folder`]: from the passwd
-//! entry, never the environment, hidden in every sandbox), waited for a
-//! bounded time. What is not a placeholder the shim made is never
-//! touched.
+//! entry, never the environment; the lock unreadable, the folder hidden
+//! where a line makes it writable), waited for a bounded time. What is
+//! not a placeholder the shim made is never touched.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -121,8 +121,10 @@ impl Keeper {
             })?;
             let mut folders: Vec<(Vec<u8>, Rc<OwnedFd>)> = Vec::new();
             let binds = writable_binds(args);
+            // A hold's byte: this run's own (its shim's, bubblewrap's, pid).
+            let pid = u64::from(std::process::id());
             for place in &places {
-                match take(&mut folders, &binds, place, args, folder) {
+                match take(&mut folders, &binds, place, args, folder, pid) {
                     Ok((kept, fresh)) => {
                         if fresh {
                             made += 1;
@@ -256,6 +258,7 @@ fn take(
     place: &Place,
     args: &mut [OsString],
     keeper_folder: &Path,
+    pid: u64,
 ) -> Result<(Kept, bool), Errno> {
     let (parent, name) = split(&place.dest).ok_or(Errno::EINVAL)?;
     let dir = open_beneath(folders, binds, parent)?;
@@ -273,12 +276,15 @@ fn take(
             true,
         ),
     };
-    mark::hold(&held, u64::from(std::process::id()))?;
-    // Still the placeholder at its name now that it is held: nothing
-    // removed or replaced it between the look and the hold.
-    let now = sys::stat_at(dir.as_raw_fd(), &cname)?;
-    if (now.st_dev, now.st_ino) != held.id {
-        return Err(Errno::ESTALE);
+    mark::hold(&held, pid)?;
+    // One taken is still the placeholder at its name now that it is held:
+    // nothing removed or replaced it between the look and the hold (one
+    // made now was linked there under the lock).
+    if !fresh {
+        let now = sys::stat_at(dir.as_raw_fd(), &cname)?;
+        if (now.st_dev, now.st_ino) != held.id {
+            return Err(Errno::ESTALE);
+        }
     }
     // A self-bind of a placeholder would show its mark (a folder's: unless
     // other places go in it), and one of a path gone would fail: bind the

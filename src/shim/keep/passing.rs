@@ -2,7 +2,7 @@
 //! file system makes no unnamed file) is made and marked before it is
 //! renamed into place. Unguessable, so nothing a command writes first can
 //! be in the way; what a shim killed midway left at one is removed by the
-//! next that makes that place.
+//! holder of the next run with that place.
 
 use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::{AsRawFd, RawFd};
@@ -53,20 +53,23 @@ pub(super) fn clear_passing(dir: RawFd, passing: &CStr) {
 }
 
 /// Removes every passing name of `name` in `dir` that a shim killed
-/// midway left (this one's, or an older build's `.NAME.apply-seccomp-UID`),
-/// where it holds only a mark. With the per-user lock held no shim of the
-/// user's is using one.
-pub(super) fn clear_stale(dir: RawFd, name: &OsStr) {
-    let prefix = passing_prefix(name);
-    let mut stale: Vec<CString> = Vec::new();
-    let mut buf = [0u8; 4096];
+/// midway left (this build's, or an older one's `.NAME.apply-seccomp-UID`),
+/// where it holds only a mark (or nothing). With the per-user lock held no
+/// shim of the user's is making one. Allocates nothing (the holder calls
+/// it, after the run).
+pub fn clear_stale(dir: RawFd, name: &CStr) {
+    const TAIL: &[u8] = b".apply-seccomp-";
+    let name = name.to_bytes();
+    let mut buf = [0u8; 2048];
     let _ = sys::each_name(dir, &mut buf, |n| {
-        if n.to_bytes().starts_with(&prefix) {
-            stale.push(n.to_owned());
+        let b = n.to_bytes();
+        let passing = b.len() > 1 + name.len() + TAIL.len()
+            && b[0] == b'.'
+            && &b[1..=name.len()] == name
+            && b[1 + name.len()..].starts_with(TAIL);
+        if passing {
+            clear_passing(dir, n);
         }
-        stale.len() < 64
+        true
     });
-    for passing in &stale {
-        clear_passing(dir, passing);
-    }
 }
