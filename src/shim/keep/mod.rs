@@ -26,7 +26,7 @@
 //! and the holder it started just before (hold.rs) waits for that pid to
 //! end; then a placeholder no other run holds is removed, unless someone
 //! wrote into it on the host. Making, taking and removing happen under
-//! one per-user lock in the keeper's folder ([`folder`]: from the passwd
+//! one per-user lock in the keeper's folder ([`folder()`]: from the passwd
 //! entry, never the environment; the lock unreadable, the folder hidden
 //! where a line makes it writable), waited for a bounded time. What is
 //! not a placeholder the shim made is never touched.

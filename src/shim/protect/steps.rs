@@ -17,7 +17,7 @@ pub enum Step {
     Absent(PathBuf),
 }
 
-/// What one name on the host is, as [`steps`] looks (each looked at once
+/// What one name on the host is, as `steps_seen` looks (each looked at once
 /// for all of a line's route: the folders its paths share).
 #[derive(Clone, Debug)]
 pub(super) enum Seen {
