@@ -78,6 +78,20 @@ pub struct Mount {
     pub at: Option<usize>,
 }
 
+impl Mount {
+    /// A read-write bind of a host path (`--bind`, `--dev-bind` and their
+    /// `-try` forms): what a command can write through it on the host. Not
+    /// the fd forms, whose source is a descriptor.
+    pub fn binds_host_path_writable(&self) -> bool {
+        !self.restricts
+            && matches!(
+                self.option.as_str(),
+                "--bind" | "--bind-try" | "--dev-bind" | "--dev-bind-try"
+            )
+            && self.source.starts_with(b"/")
+    }
+}
+
 /// A command line walked option by option.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Walk {

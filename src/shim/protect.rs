@@ -102,6 +102,20 @@ fn exposure<'a>(host: &Path, binds: &'a [Bind], dests: &[PathBuf]) -> Option<(&'
     })
 }
 
+/// Each folder between `bind`'s folder and `inside` (a path under it)
+/// that exists on the host, kept in place: bound on itself, as writable
+/// as before, but a mount point no command can rename.
+fn kept_in_place<'a>(bind: &'a Bind, inside: &'a Path) -> impl Iterator<Item = Add> + 'a {
+    inside
+        .ancestors()
+        .skip(1)
+        .take_while(|f| *f != bind.dest && f.starts_with(&bind.dest))
+        .filter_map(|f| {
+            let src = bind.source.join(f.strip_prefix(&bind.dest).ok()?);
+            src.is_dir().then(|| add(KEEP_IN_PLACE, "--bind", &src, f))
+        })
+}
+
 /// What [`protect`] added, for `SRT_DEBUG`.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Protected {
@@ -174,12 +188,7 @@ pub fn protect(
         .mounts
         .iter()
         .enumerate()
-        .filter(|(_, m)| {
-            matches!(
-                m.option.as_str(),
-                "--bind" | "--bind-try" | "--dev-bind" | "--dev-bind-try"
-            ) && m.source.starts_with(b"/")
-        })
+        .filter(|(_, m)| m.binds_host_path_writable())
         .map(|(order, m)| {
             let source = lexical(&m.source);
             Bind {
@@ -226,19 +235,7 @@ pub fn protect(
             }
             continue;
         }
-        // Each folder between the bind and the name, kept in place.
-        let mut folder = inside.parent();
-        let mut above = Vec::new();
-        while let Some(f) = folder.filter(|f| *f != bind.dest && f.starts_with(&bind.dest)) {
-            above.push(f.to_path_buf());
-            folder = f.parent();
-        }
-        for f in above {
-            let src = bind.source.join(f.strip_prefix(&bind.dest).unwrap_or(&f));
-            if src.is_dir() {
-                adds.push((at, add(KEEP_IN_PLACE, "--bind", &src, &f)));
-            }
-        }
+        adds.extend(kept_in_place(bind, &inside).map(|a| (at, a)));
         match step {
             Step::File(_) => {
                 adds.push((at, add(NAME, "--ro-bind", &host, &inside)));
@@ -267,12 +264,7 @@ pub fn protect(
             )),
             Some((bind, inside)) => {
                 let at = bind.at.map_or(0, |a| a + 3);
-                let mut f = inside.parent();
-                while let Some(d) = f.filter(|d| *d != bind.dest && d.starts_with(&bind.dest)) {
-                    let src = bind.source.join(d.strip_prefix(&bind.dest).unwrap_or(d));
-                    adds.push((at, add(KEEP_IN_PLACE, "--bind", &src, d)));
-                    f = d.parent();
-                }
+                adds.extend(kept_in_place(bind, &inside).map(|a| (at, a)));
                 match super::keep::empty_dir(folder) {
                     Ok(empty) => {
                         adds.push((at, add(NAME, "--ro-bind", &empty, &inside)));

@@ -194,7 +194,7 @@ fn writable_binds(args: &[OsString]) -> Vec<Bind> {
     };
     walk.mounts
         .into_iter()
-        .filter(|m| !m.restricts && m.option != "--bind-fd" && m.source.starts_with(b"/"))
+        .filter(crate::bwrap_args::Mount::binds_host_path_writable)
         .map(|m| Bind {
             dest: m.dest,
             source: m.source,
