@@ -18,6 +18,7 @@ use std::ffi::CString;
 use std::os::fd::RawFd;
 
 use super::mark::{self, Id, Kind, Shape};
+use super::passing;
 use crate::sys;
 
 /// One held placeholder, as the holder sees it.
@@ -91,8 +92,17 @@ fn release(plan: &Plan) {
     if sys::flock_within(plan.lock, libc::LOCK_EX, super::RELEASE_WAIT_MS).is_err() {
         return;
     }
+    // What killed shims left at passing names: one look per folder.
+    for (k, item) in plan.items.iter().enumerate() {
+        if plan.items[..k].iter().all(|o| o.dir != item.dir) {
+            passing::clear_stale(item.dir, |n| {
+                plan.items
+                    .iter()
+                    .any(|o| o.dir == item.dir && passing::is_passing_of(n, o.name.to_bytes()))
+            });
+        }
+    }
     for item in &plan.items {
-        super::passing::clear_stale(item.dir, &item.name);
         // No other run holds it (this run's own write lock does not count).
         if mark::held_by_another(item.hold) {
             continue;

@@ -52,24 +52,52 @@ pub(super) fn clear_passing(dir: RawFd, passing: &CStr) {
     }
 }
 
-/// Removes every passing name of `name` in `dir` that a shim killed
-/// midway left (this build's, or an older one's `.NAME.apply-seccomp-UID`),
-/// where it holds only a mark (or nothing). With the per-user lock held no
-/// shim of the user's is making one. Allocates nothing (the holder calls
-/// it, after the run).
-pub fn clear_stale(dir: RawFd, name: &CStr) {
+/// Whether `entry` is a passing name of `name`: `.NAME.apply-seccomp-`
+/// and more (this build's random ones, an older one's UID).
+pub fn is_passing_of(entry: &[u8], name: &[u8]) -> bool {
     const TAIL: &[u8] = b".apply-seccomp-";
-    let name = name.to_bytes();
+    entry.len() > 1 + name.len() + TAIL.len()
+        && entry[0] == b'.'
+        && &entry[1..=name.len()] == name
+        && entry[1 + name.len()..].starts_with(TAIL)
+}
+
+/// Removes each name in `dir` that `stale` says is a passing name of a
+/// place there, where it holds only a mark (or nothing): what a shim
+/// killed midway left. One look at the folder for all its places. With
+/// the per-user lock held no shim of the user's is making one. Allocates
+/// nothing (the holder calls it, after the run).
+pub fn clear_stale(dir: RawFd, stale: impl Fn(&[u8]) -> bool) {
     let mut buf = [0u8; 2048];
     let _ = sys::each_name(dir, &mut buf, |n| {
-        let b = n.to_bytes();
-        let passing = b.len() > 1 + name.len() + TAIL.len()
-            && b[0] == b'.'
-            && &b[1..=name.len()] == name
-            && b[1 + name.len()..].starts_with(TAIL);
-        if passing {
+        if stale(n.to_bytes()) {
             clear_passing(dir, n);
         }
         true
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passing_names_are_told_by_their_shape() {
+        let random = passing_name(OsStr::new(".bashrc")).unwrap();
+        assert!(is_passing_of(random.to_bytes(), b".bashrc"));
+        assert!(is_passing_of(b"..bashrc.apply-seccomp-65534", b".bashrc"));
+        for other in [
+            &b".bashrc"[..],
+            b"..bashrc.apply-seccomp-",
+            b"..bashrc2.apply-seccomp-1",
+            b"..zshrc.apply-seccomp-1",
+        ] {
+            assert!(
+                !is_passing_of(other, b".bashrc"),
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
+        assert_ne!(random, passing_name(OsStr::new(".bashrc")).unwrap());
+    }
 }
