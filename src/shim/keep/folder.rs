@@ -67,7 +67,8 @@ fn private_folder(path: &Path, uid: u32) -> Result<(), String> {
 /// The keeper's folder (its lock, its empty folder), the same for every
 /// session of the user whatever its environment: `.local/state/apply-seccomp`
 /// in the home folder of the user's passwd entry, or, where that is not a
-/// folder of the user's (uid 65534's `/nonexistent`), `/tmp/apply-seccomp-UID`.
+/// folder of the user's (uid 65534's `/nonexistent`) or a link lies on the
+/// way, `/tmp/apply-seccomp-UID`.
 /// Either is made private (0700) and used only if it is the user's own: a
 /// name another user took first is refused, never shared. A line that
 /// makes it writable has it hidden (protect.rs).
@@ -76,24 +77,33 @@ pub fn folder() -> Result<PathBuf, NotKept> {
     let home = passwd_home(uid).filter(|h| {
         h.is_absolute() && std::fs::metadata(h).is_ok_and(|m| m.is_dir() && m.uid() == uid)
     });
-    let dir = match home {
-        Some(home) => {
-            let state = home.join(".local/state");
-            if !state.is_dir() {
-                let _ = std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&state);
-            }
-            state.join("apply-seccomp")
-        }
-        None => PathBuf::from(format!("/tmp/apply-seccomp-{uid}")),
-    };
+    let dir = home
+        .and_then(|h| in_home(&h))
+        .unwrap_or_else(|| PathBuf::from(format!("/tmp/apply-seccomp-{uid}")));
     private_folder(&dir, uid).map_err(|why| NotKept {
         why: format!("placeholders not kept: {why}"),
         loud: true,
     })?;
     Ok(dir)
+}
+
+/// `HOME/.local/state/apply-seccomp`, each folder on the way made (0700)
+/// where missing. None where one is not a folder: a link there, which a
+/// command that could write the home folder may have put, would decide
+/// where the lock is made; the keeper then uses `/tmp` instead.
+fn in_home(home: &Path) -> Option<PathBuf> {
+    let mut dir = home.to_path_buf();
+    for name in [".local", "state"] {
+        dir.push(name);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::DirBuilder::new().mode(0o700).create(&dir).ok()?;
+            }
+            _ => return None,
+        }
+    }
+    Some(dir.join("apply-seccomp"))
 }
 
 /// The home folder of `uid`'s entry in `/etc/passwd` (what the C library
@@ -167,4 +177,50 @@ pub fn empty_dir(folder: &Path) -> Result<PathBuf, Errno> {
         return Err(Errno::EEXIST);
     }
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh folder under the temporary folder.
+    fn home(tag: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("apply-seccomp-folder-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_folder_is_made_in_the_home_folder() {
+        let h = home("plain");
+        assert_eq!(in_home(&h), Some(h.join(".local/state/apply-seccomp")));
+        let mode = std::fs::metadata(h.join(".local/state")).unwrap().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // Found again as it is.
+        assert_eq!(in_home(&h), Some(h.join(".local/state/apply-seccomp")));
+        std::fs::remove_dir_all(&h).unwrap();
+    }
+
+    /// The attack: `.local/state` (or `.local`) replaced by a link to a
+    /// folder of the command's choosing. Nothing is made there.
+    #[test]
+    fn a_link_on_the_way_is_not_followed() {
+        for planted in [".local", ".local/state"] {
+            let h = home("link");
+            let elsewhere = h.join("elsewhere");
+            std::fs::create_dir_all(&elsewhere).unwrap();
+            let at = h.join(planted);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, &at).unwrap();
+            assert_eq!(in_home(&h), None, "{planted}");
+            assert_eq!(
+                std::fs::read_dir(&elsewhere).unwrap().count(),
+                0,
+                "{planted}"
+            );
+            std::fs::remove_dir_all(&h).unwrap();
+        }
+    }
 }
