@@ -66,7 +66,7 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
         cli::parse(&args, &env)
     };
     match action {
-        Ok(Action::BwrapShim(args)) => shim::run::run(&args, env.debug_enabled()),
+        Ok(Action::BwrapShim(args)) => shim::run::run(&argv0, &args, env.debug_enabled()),
         Ok(Action::Help) => print_out(&help()),
         Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", env!("CARGO_PKG_VERSION"))),
         Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),

@@ -46,7 +46,8 @@ fn chown(path: &Path, user: User) {
 /// How the shim sits in a home folder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Shim {
-    /// `~/.local/bin/bwrap`, a link to the helper (what `--setup` makes).
+    /// `~/.local/bin/bwrap`, a link to the helper (what `--setup` made
+    /// before it used a folder of its own, and what users make by hand).
     Link,
     /// `~/.local/bin/bwrap`, a copy of the helper.
     Copy,
@@ -203,11 +204,20 @@ fn a_command_cannot_replace_the_shim_or_add_a_bwrap_before_it() {
                 let file =
                     settings_with(&home, &home, (!by_path).then_some(bwrap.as_path()), &helper);
                 let helper_ino = std::fs::metadata(&helper).unwrap().ino();
-                let path = format!(
-                    "{}:{}:/usr/local/bin:/usr/bin:/bin",
-                    home.join("bin").display(),
-                    home.join(".local/bin").display()
-                );
+                // By bwrapPath, the shim's folder is not on PATH: only the
+                // name srt ran it by leads there.
+                let path = if by_path {
+                    format!(
+                        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+                        home.join("bin").display(),
+                        home.join(".local/bin").display()
+                    )
+                } else {
+                    format!(
+                        "{}:/usr/local/bin:/usr/bin:/bin",
+                        home.join("bin").display()
+                    )
+                };
                 let pwned = home.join("PWNED");
                 let before_link = std::fs::read_link(&bwrap).ok();
                 let before_ino = std::fs::symlink_metadata(&bwrap).unwrap().ino();

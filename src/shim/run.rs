@@ -4,7 +4,7 @@
 //! inlined when they fit, else the line as rewritten. It prints its own
 //! messages (its process becomes bubblewrap, or ends with 125/126/127).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 
@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use crate::error::{self, Error};
 use crate::{bwrap_args, debug, shim, sys};
 
-/// The `bwrap` shim: rewrite, then exec the real bubblewrap; `debug_on`:
-/// `SRT_DEBUG` asks for its lines.
-pub fn run(args: &[OsString], debug_on: bool) -> i32 {
+/// The `bwrap` shim: rewrite, then exec the real bubblewrap. `argv0`: the
+/// name the client ran it by (the C `main`'s; `std::env::args_os` is
+/// empty in this build); `debug_on`: `SRT_DEBUG` asks for its lines.
+pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
     let fail = |what: String| {
         eprintln!("apply-seccomp: bwrap shim: {what}");
         error::EXIT_SETUP
@@ -134,7 +135,7 @@ pub fn run(args: &[OsString], debug_on: bool) -> i32 {
     // command's reach (protect.rs); the keeper's folder hidden where the
     // line makes it writable.
     let command_at = bwrap_args::walk(&plain_args).map_or(plain_args.len(), |w| w.command_at);
-    let route = route(&ours, &real, &plain_args[command_at..]);
+    let route = route(argv0, &ours, &real, &plain_args[command_at..]);
     for (what, words) in [
         ("", inlined_args.as_mut()),
         (" (line as given)", Some(&mut plain_args)),
@@ -190,13 +191,11 @@ pub fn run(args: &[OsString], debug_on: bool) -> i32 {
 /// for a relative entry, and by the shim after its own folder), this
 /// binary, the real bubblewrap, and the command's words that name this
 /// binary (srt's `applyPath`).
-fn route(ours: &Path, real: &Path, command: &[OsString]) -> Vec<PathBuf> {
+fn route(argv0: &OsStr, ours: &Path, real: &Path, command: &[OsString]) -> Vec<PathBuf> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut route = Vec::new();
-    if let Some(a0) = std::env::args_os().next() {
-        if a0.as_bytes().contains(&b'/') {
-            route.push(cwd.join(a0));
-        }
+    if argv0.as_bytes().contains(&b'/') {
+        route.push(cwd.join(argv0));
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     for dir in std::env::split_paths(&path) {
