@@ -451,7 +451,7 @@ fn readme_quick_start_works_on_a_fresh_copy() {
         .unwrap_or(real_home.join(".rustup"));
     let path = format!(
         "{}:{}:{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        home.join(".local/bin").display(),
+        home.join(".local/lib/apply-seccomp").display(),
         home.join(".cargo/bin").display(),
         real_home.join(".cargo/bin").display(),
     );

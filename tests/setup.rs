@@ -84,6 +84,11 @@ fn client() -> Option<&'static Path> {
 /// `srt -c SCRIPT` by its default settings file, as `user` with `home`, in
 /// the project folder, `SRT_DEBUG` on.
 fn srt(package: &Path, user: User, home: &Path, script: &str) -> Output {
+    srt_in(package, user, home, &home.join("project"), script)
+}
+
+/// [`srt`] in the folder `cwd`.
+fn srt_in(package: &Path, user: User, home: &Path, cwd: &Path, script: &str) -> Output {
     let mut srt = Command::new(package.join("node_modules/.bin/srt"));
     srt.arg("-c")
         .arg(script)
@@ -92,7 +97,7 @@ fn srt(package: &Path, user: User, home: &Path, script: &str) -> Output {
         .env("HOME", home)
         .env("TMPDIR", common::client_tmp())
         .env("SRT_DEBUG", "1")
-        .current_dir(home.join("project"))
+        .current_dir(cwd)
         .stdin(Stdio::null());
     if let Some(u) = uid_of(user) {
         srt.uid(u).gid(u);
@@ -109,7 +114,7 @@ fn setup_points_srt_at_this_helper_and_undo_gives_every_byte_back() {
         let (home, original) = fresh_home(user, "srt");
         let settings = home.join(".srt-settings.json");
         let binary = &fixture().helper;
-        let link = home.join(".local/bin/bwrap");
+        let link = home.join(".local/lib/apply-seccomp/bwrap");
         let out = helper(user, &home, binary, &["--setup", "--dry-run"]);
         let ctx = text(&out);
         assert!(ctx.contains("would change"), "{user:?}: {ctx}");
@@ -193,6 +198,7 @@ fn setup_points_srt_at_this_helper_and_undo_gives_every_byte_back() {
         let undo_ctx = text(&undone);
         assert_eq!(read(&settings), original, "{user:?}: {undo_ctx}");
         assert!(std::fs::symlink_metadata(&link).is_err(), "{user:?}");
+        assert!(!link.parent().unwrap().exists(), "{user:?}: {undo_ctx}");
         assert!(!record.exists(), "{user:?}: {undo_ctx}");
     }
 }
@@ -208,7 +214,10 @@ fn undo_after_the_user_edited_the_file_takes_back_only_what_setup_set() {
         let edited = read(&settings)
             .replacen("\"myOwnKey\"", "\"added\": true,\n\t\"myOwnKey\"", 1)
             .replacen(
-                &format!("\"{}\"", home.join(".local/bin/bwrap").display()),
+                &format!(
+                    "\"{}\"",
+                    home.join(".local/lib/apply-seccomp/bwrap").display()
+                ),
                 "\"/usr/bin/bwrap\"",
                 1,
             );
@@ -244,7 +253,7 @@ fn what_cannot_be_set_up_safely_is_refused_and_nothing_changes() {
         assert!(ctx.contains("at line 3 column"), "{ctx}");
         assert!(ctx.contains("): left as it is"), "{ctx}");
         assert_eq!(read(&settings), bad);
-        assert!(!home.join(".local/bin/bwrap").exists());
+        assert!(!home.join(".local/lib/apply-seccomp/bwrap").exists());
 
         // A settings file that is a link someone else made: not followed.
         if user == User::Root {
@@ -262,7 +271,10 @@ fn what_cannot_be_set_up_safely_is_refused_and_nothing_changes() {
             assert_eq!(read(&real), before);
             let kind = std::fs::symlink_metadata(&settings).unwrap().file_type();
             assert!(kind.is_symlink());
-            assert!(!home.join(".local/bin/bwrap").exists(), "{ctx}");
+            assert!(
+                !home.join(".local/lib/apply-seccomp/bwrap").exists(),
+                "{ctx}"
+            );
         }
 
         // The binary inside an allowWrite folder: refused.
@@ -278,22 +290,38 @@ fn what_cannot_be_set_up_safely_is_refused_and_nothing_changes() {
         );
         assert!(ctx.contains("allowWrite entry"), "{ctx}");
         assert_eq!(read(&home.join(".srt-settings.json")), original);
-        assert!(!home.join(".local/bin/bwrap").exists());
+        assert!(!home.join(".local/lib/apply-seccomp/bwrap").exists());
         assert!(!home.join(".local/state/apply-seccomp/setup.json").exists());
     }
 }
 
 /// Run in the home folder with `allowWrite: ["."]`, where `"."` covers
-/// `~/.local/bin`: the link is made, and both `--setup` and the doctor
-/// say what the shim protects there instead of refusing.
+/// the link's folder: the link is made, and both `--setup` and the doctor
+/// say what the shim protects there instead of refusing. Then srt, started
+/// in the home folder: the link cannot be removed, `~/.local/bin` stays
+/// writable (what `pip install --user` writes), and a link left there by
+/// an earlier setup is said, with how to remove it.
 #[test]
 fn a_link_folder_a_sandbox_may_write_is_protected_not_refused() {
+    let package = client();
     for user in users() {
         let (home, _) = fresh_home(user, "dot");
         let settings = home.join(".srt-settings.json");
-        std::fs::write(&settings, r#"{"filesystem": {"allowWrite": ["."]}}"#).unwrap();
+        std::fs::write(
+            &settings,
+            r#"{"filesystem": {"denyRead": [], "allowWrite": ["."], "denyWrite": []},
+                "network": {"allowedDomains": [], "deniedDomains": []}}"#,
+        )
+        .unwrap();
+        // An earlier setup's link.
+        let old = home.join(".local/bin/bwrap");
+        std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&fixture().helper, &old).unwrap();
         if let Some(u) = uid_of(user) {
-            std::os::unix::fs::chown(&settings, Some(u), Some(u)).unwrap();
+            for p in [&settings, &home.join(".local"), &home.join(".local/bin")] {
+                std::os::unix::fs::chown(p, Some(u), Some(u)).unwrap();
+            }
+            std::os::unix::fs::lchown(&old, Some(u), Some(u)).unwrap();
         }
         let out = helper(user, &home, &fixture().helper, &["--setup", "--srt"]);
         let ctx = text(&out);
@@ -302,7 +330,15 @@ fn a_link_folder_a_sandbox_may_write_is_protected_not_refused() {
             ctx.contains("but the shim protects the link there in every sandbox it runs"),
             "{ctx}"
         );
-        let link = home.join(".local/bin/bwrap");
+        assert!(
+            ctx.contains(&format!(
+                "(an earlier setup's link) is still there: while PATH names {}",
+                old.parent().unwrap().display()
+            )) && ctx.contains(&format!("remove it: rm {}", old.display())),
+            "{ctx}"
+        );
+        assert_eq!(std::fs::read_link(&old).unwrap(), fixture().helper, "left");
+        let link = home.join(".local/lib/apply-seccomp/bwrap");
         assert_eq!(std::fs::read_link(&link).unwrap(), fixture().helper);
         let out = helper(user, &home, &fixture().helper, &["--doctor", "--json"]);
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -320,6 +356,44 @@ fn a_link_folder_a_sandbox_may_write_is_protected_not_refused() {
                 .unwrap()
                 .contains("the link's folder is bound read-only inside such a sandbox"),
             "{check}"
+        );
+
+        let Some(package) = package else {
+            continue;
+        };
+        // The earlier link gone (as the line says), srt in the home folder.
+        std::fs::remove_file(&old).unwrap();
+        let run = srt_in(
+            package,
+            user,
+            &home,
+            &home,
+            "printf '#!/bin/sh\n' > .local/bin/tool && echo wrote; \
+             rm -f .local/lib/apply-seccomp/bwrap; \
+             ln -sf /bin/true .local/lib/apply-seccomp/bwrap; \
+             mv .local/lib .local/lib.old; true",
+        );
+        let run_ctx = text(&run);
+        assert_eq!(run.status.code(), Some(0), "{user:?}: {run_ctx}");
+        assert!(run_ctx.contains("apply-seccomp: entry: "), "{run_ctx}");
+        assert!(run_ctx.contains("\nwrote\n"), "{user:?}: {run_ctx}");
+        assert!(home.join(".local/bin/tool").is_file(), "{run_ctx}");
+        assert!(
+            run_ctx.contains(
+                "rm: cannot remove '.local/lib/apply-seccomp/bwrap': Read-only file system"
+            ),
+            "{user:?}: {run_ctx}"
+        );
+        assert!(
+            run_ctx.contains(
+                "mv: cannot move '.local/lib' to '.local/lib.old': Device or resource busy"
+            ),
+            "{user:?}: {run_ctx}"
+        );
+        assert_eq!(
+            std::fs::read_link(&link).unwrap(),
+            fixture().helper,
+            "{run_ctx}"
         );
     }
 }
@@ -344,7 +418,7 @@ fn managed_settings_are_set_as_root_only_and_undone() {
             assert_eq!(read(&managed), before);
             continue;
         }
-        let link = home.join(".local/bin/bwrap");
+        let link = home.join(".local/lib/apply-seccomp/bwrap");
         assert_eq!(
             read(&managed),
             format!(

@@ -152,24 +152,26 @@ fn shim(binary: &Path) -> Check {
     let ours = bwraps.iter().position(|b| shim::is_ours(b, binary));
     let put_it_there = || {
         let first_dir = bwraps.first().and_then(|b| b.parent());
-        let home_bin = home().map(|h| h.join(".local/bin"));
-        let listed_before = home_bin.as_ref().is_some_and(|hb| {
+        let folder = format!("~/{}", shim::protect::LINK_FOLDER);
+        let ours_dir = home().map(|h| h.join(shim::protect::LINK_FOLDER));
+        let listed_before = ours_dir.as_ref().is_some_and(|od| {
             dirs.iter()
                 .take_while(|d| Some(d.as_path()) != first_dir)
-                .any(|d| d == hb)
+                .any(|d| d == od)
         });
         let link = format!(
-            "mkdir -p ~/.local/bin && ln -sf {} ~/.local/bin/bwrap",
+            "mkdir -p {folder} && ln -sf {} {folder}/bwrap",
             binary.display()
         );
-        if listed_before || first_dir.is_none() {
+        if listed_before {
             link
         } else {
             format!(
-                "{link}, and put ~/.local/bin before {} on the PATH Claude Code starts with",
-                first_dir
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_default()
+                "{link}, and put {folder} {} on the PATH Claude Code starts with",
+                first_dir.map_or_else(
+                    || "first".to_string(),
+                    |d| format!("before {}", d.display())
+                )
             )
         }
     };

@@ -151,13 +151,13 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
         },
     };
     const BWRAP: &str = "srt bwrapPath";
-    let link = "~/.local/bin/bwrap";
+    let folder = shim::protect::LINK_FOLDER;
     let set_bwrap = format!(
-        "mkdir -p ~/.local/bin && ln -sf {} {link}, and put \"bwrapPath\": \"{}\" in {}",
+        "mkdir -p ~/{folder} && ln -sf {} ~/{folder}/bwrap, and put \"bwrapPath\": \"{}\" in {}",
         binary.display(),
         home.as_deref().map_or_else(
-            || link.to_string(),
-            |h| h.join(".local/bin/bwrap").display().to_string()
+            || format!("~/{folder}/bwrap"),
+            |h| h.join(folder).join("bwrap").display().to_string()
         ),
         file.display()
     );

@@ -3,7 +3,8 @@
 //!
 //! - srt: `seccomp.applyPath` (this binary) and `bwrapPath` (a link named
 //!   `bwrap` to it, for the placeholder keeper) in its settings file;
-//! - Claude Code: that link in `--bin-dir` (default `~/.local/bin`), with
+//! - Claude Code: that link in `--bin-dir` (default
+//!   `~/.local/lib/apply-seccomp`, a folder of its own), with
 //!   whether that folder comes before every other `bwrap` on `PATH`; as
 //!   root with `--managed`, `sandbox.bwrapPath` in its managed settings.
 //!
@@ -201,6 +202,27 @@ fn link(out: &mut Out, dir: &Path, binary: &Path) -> Result<PathBuf, String> {
     Ok(link)
 }
 
+/// A link `~/.local/bin/bwrap` to this binary (where an earlier setup
+/// made it) left beside the one in `bin_dir`: what it costs, and how to
+/// remove it. It is left: Claude Code may still find it on `PATH`.
+fn earlier_link(home: &Path, bin_dir: &Path, binary: &Path) -> Option<String> {
+    let old_dir = home.join(".local/bin");
+    let old = old_dir.join("bwrap");
+    if old_dir == bin_dir || files::link_target(&old).as_deref() != Some(binary) {
+        return None;
+    }
+    Some(format!(
+        "{} -> {} (an earlier setup's link) is still there: while PATH names {}, every sandbox \
+         that may write it keeps that whole folder read-only (pip install --user fails there); \
+         once PATH names {} before it, remove it: rm {}",
+        old.display(),
+        binary.display(),
+        old_dir.display(),
+        bin_dir.display(),
+        old.display()
+    ))
+}
+
 /// Whether `dir` comes before every other folder with a `bwrap` on `PATH`;
 /// if not, the line to add and where.
 fn path_order(dir: &Path) -> Option<String> {
@@ -318,7 +340,7 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
     let bin_dir = cwd.join(
         cfg.bin_dir
             .clone()
-            .unwrap_or_else(|| home.join(".local/bin")),
+            .unwrap_or_else(|| home.join(shim::protect::LINK_FOLDER)),
     );
     let writable = writable(srt_now.as_ref().ok().map(|(text, _)| text.as_str()));
     out_of_reach("this binary", &binary, &writable).map_err(|e| {
@@ -340,6 +362,7 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
         record: undo::Record::default(),
     };
     let steps = steps(cfg, &mut out, &srt_file, &bin_dir, &binary);
+    out.lines.extend(earlier_link(&home, &bin_dir, &binary));
     // What was done is recorded even when a later step failed.
     if !cfg.dry_run {
         undo::append(&record_file, std::mem::take(&mut out.record))?;

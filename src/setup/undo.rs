@@ -7,7 +7,9 @@
 //! file still exactly as setup left it gets its old bytes back (or goes,
 //! if setup made it); one edited since keeps the edits and loses only the
 //! values setup set that are still what setup set them to; a link goes if
-//! it still leads where setup pointed it. Nothing else is touched.
+//! it still leads where setup pointed it, and its folder of its own
+//! (`.../apply-seccomp`) with it if nothing else is there. Nothing else
+//! is touched.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -15,6 +17,10 @@ use std::path::{Path, PathBuf};
 use super::edit::{self, Change};
 use super::files;
 use crate::json::{self, Value};
+
+/// The last name of the link's folder of its own
+/// ([`crate::shim::protect::LINK_FOLDER`]).
+const LINK_FOLDER_NAME: &str = "apply-seccomp";
 
 /// One file setup wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -251,6 +257,12 @@ pub fn undo(file: &Path, dry_run: bool) -> Result<Vec<String>, String> {
                 link.display(),
                 to.display()
             ));
+            // The link's own folder goes with it, if nothing else is there.
+            if let Some(dir) = link.parent().filter(|d| d.ends_with(LINK_FOLDER_NAME)) {
+                if !dry_run && std::fs::remove_dir(dir).is_ok() {
+                    lines.push(format!("removed {}", dir.display()));
+                }
+            }
         } else {
             lines.push(format!(
                 "left {}: it no longer leads to {}",

@@ -47,8 +47,15 @@ use steps::steps_seen;
 /// sandboxed command may write, for `--setup` and the doctor to say.
 pub const LINK_PROTECTION: &str = "the link's folder is bound read-only inside such a \
      sandbox and the folders above it kept in place, so no command there can remove, replace or \
-     move it, nor add a bwrap before it (the rest of that folder is read-only there too; a copy \
-     of this binary in its place would be protected alone)";
+     move it, nor add a bwrap before it (everything else in that folder is read-only there too: \
+     keep the link in a folder of its own, as --setup does)";
+
+/// Where `--setup` makes the `bwrap` link, under the home folder: a
+/// folder holding nothing else, so the read-only bind that keeps a link
+/// there (a mount cannot be put on a link itself) takes nothing from a
+/// command; `~/.local/bin`, where `pip install --user` and others write,
+/// would become read-only in every sandbox started in the home folder.
+pub const LINK_FOLDER: &str = ".local/lib/apply-seccomp";
 
 /// One mount to add, in the order they go in after one bind: writable
 /// folders (kept in place) first, then read-only folders, then the rest;
