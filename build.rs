@@ -21,8 +21,9 @@
 //!    same conditions: each condition loads the low 32 bits of one
 //!    argument (masked when it needs to) and tests it against its values,
 //!    or for any of its bits;
-//! 4. the answers: EPERM (the observe filter: SECCOMP_RET_USER_NOTIF),
-//!    allow, kill, and ENOSYS.
+//! 4. the answers: EPERM, SECCOMP_RET_USER_NOTIF (the observe filter's
+//!    rules, and the own-sockets programs' `connect` and `bind`), allow,
+//!    kill, and ENOSYS.
 //!
 //! Why not a general filter compiler (seccompiler was the first one): the
 //! kernel's cost of installing a filter is a fixed ~25 us here (it is
@@ -179,25 +180,36 @@ impl Test {
     }
 }
 
-fn dispatch(rules: &[Rule], matched: usize, blocks: &[(Vec<Cond>, usize)]) -> Vec<Test> {
-    let block_of = |conds: &Vec<Cond>| {
+fn dispatch(
+    rules: &[Rule],
+    (matched, notified): (usize, usize),
+    blocks: &[(Vec<Cond>, bool, usize)],
+) -> Vec<Test> {
+    let block_of = |rule: &Rule| {
         blocks
             .iter()
-            .find(|(c, _)| c == conds)
-            .map(|&(_, l)| l)
+            .find(|(c, n, _)| *c == rule.all_of && *n == rule.notify)
+            .map(|&(_, _, l)| l)
             .expect("every condition list has a block")
     };
     let mut tests = Vec::new();
     let mut i = 0;
     while i < rules.len() {
         if !rules[i].all_of.is_empty() {
-            tests.push(Test::Is(rules[i].nr, To::Label(block_of(&rules[i].all_of))));
+            tests.push(Test::Is(rules[i].nr, To::Label(block_of(&rules[i]))));
+            i += 1;
+            continue;
+        }
+        // A notified call of a program that also refuses: its own answer.
+        if rules[i].notify && notified != matched {
+            tests.push(Test::Is(rules[i].nr, To::Label(notified)));
             i += 1;
             continue;
         }
         let mut end = i + 1;
         while end < rules.len()
             && rules[end].all_of.is_empty()
+            && rules[end].notify == rules[i].notify
             && rules[end].nr == rules[end - 1].nr + 1
         {
             end += 1;
@@ -410,20 +422,33 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     }
     let mut a = Asm::default();
     let (matched, allow, kill, enosys) = (a.label(), a.label(), a.label(), a.label());
+    // Where every rule notifies (the observe filter), `matched` is the
+    // notification; where some do (the own-sockets programs), they have a
+    // label of their own.
+    let all_notify = rules.iter().all(|r| r.notify);
+    let some_notify = rules.iter().any(|r| r.notify);
+    let notified = if all_notify || !some_notify {
+        matched
+    } else {
+        a.label()
+    };
 
     a.stmt(BPF_LD_W_ABS, ARCH_OFFSET);
     a.jump(BPF_JMP_JEQ_K, audit_arch(arch), To::Next, To::Label(kill));
     a.stmt(BPF_LD_W_ABS, NR_OFFSET);
 
     // One block per distinct condition list, in order of first use.
-    let mut blocks: Vec<(Vec<Cond>, usize)> = Vec::new();
+    let mut blocks: Vec<(Vec<Cond>, bool, usize)> = Vec::new();
     for rule in rules.iter().filter(|r| !r.all_of.is_empty()) {
-        if !blocks.iter().any(|(c, _)| *c == rule.all_of) {
+        if !blocks
+            .iter()
+            .any(|(c, n, _)| *c == rule.all_of && *n == rule.notify)
+        {
             let l = a.label();
-            blocks.push((rule.all_of.clone(), l));
+            blocks.push((rule.all_of.clone(), rule.notify, l));
         }
     }
-    let mut tests = dispatch(&rules, matched, &blocks);
+    let mut tests = dispatch(&rules, (matched, notified), &blocks);
     // clone3, where refused, answers ENOSYS: one more test of the tree.
     if matches!(set, Set::Namespaces | Set::Stub) {
         tests.push(Test::Is(rules::CLONE3, To::Label(enosys)));
@@ -432,7 +457,16 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     // x32 numbers (x86_64's unix filters and the stub's) are all above
     // the tests: checked where the tree leaves the numbers past them.
     let x32 = match (arch, set) {
-        (Arch::X86_64, Set::Unix | Set::UnixCapabilityFree | Set::Stub) => Some(a.label()),
+        (
+            Arch::X86_64,
+            Set::Unix
+            | Set::UnixCapabilityFree
+            | Set::Stub
+            | Set::UnixOwn
+            | Set::UnixOwnCapabilityFree
+            | Set::UnixOwnObserve
+            | Set::UnixOwnCapabilityFreeObserve,
+        ) => Some(a.label()),
         _ => None,
     };
     let plan = plan_tree(&tests);
@@ -441,18 +475,22 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
         a.place(x32);
         a.jump(BPF_JMP_JEQ_K, u32::MAX, To::Label(allow), To::Label(kill));
     }
-    for (conds, label) in &blocks {
+    for (conds, notify, label) in &blocks {
         a.place(*label);
-        conditions(&mut a, conds, matched, allow);
+        let target = if *notify { notified } else { matched };
+        conditions(&mut a, conds, target, allow);
     }
 
     a.place(matched);
-    a.ret(match set {
-        Set::Observe => SECCOMP_RET_USER_NOTIF,
-        Set::Unix | Set::Namespaces | Set::UnixCapabilityFree | Set::Stub => {
-            SECCOMP_RET_ERRNO | rules::EPERM
-        }
+    a.ret(if all_notify {
+        SECCOMP_RET_USER_NOTIF
+    } else {
+        SECCOMP_RET_ERRNO | rules::EPERM
     });
+    if notified != matched {
+        a.place(notified);
+        a.ret(SECCOMP_RET_USER_NOTIF);
+    }
     a.place(allow);
     a.ret(SECCOMP_RET_ALLOW);
     a.place(kill);

@@ -7,22 +7,29 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 
 use crate::cause::WayIn;
 use crate::error::Error;
 use crate::{doctor, race, setup};
 
+mod unix;
+
+pub use unix::UnixPolicy;
+use unix::allowed_sockets;
+
 pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY] [--] <command> [args...]\n       \
                          apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
                          apply-seccomp --doctor [--json] [--srt-settings FILE]\n       \
                          apply-seccomp --setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]\n       \
-                         [--srt-settings FILE] [--dry-run]   |   apply-seccomp --setup --undo\n       \
+                         [--srt-settings FILE] [--allow-unix-socket PATH] [--dry-run]\n       \
+                         apply-seccomp --setup --undo\n       \
                          apply-seccomp --race-test [--iterations N] [--strategy naive|helper|both]\n       \
                          [--join futex|spin] [--cpu LIST] [--load N] [--json] [--exec 'HELPER [ARGS]']";
 
 /// Variables removed from the environment before anything is forked, so the
 /// command never sees them.
-pub const SCRUBBED: [&str; 6] = [
+pub const SCRUBBED: [&str; 7] = [
     "SRT_ALLOW_NESTED_USERNS",
     "SRT_OBSERVE_SOCK",
     "SRT_ENCODED_CMD",
@@ -32,10 +39,12 @@ pub const SCRUBBED: [&str; 6] = [
     // The shim's log: a sandboxed command that knew it could aim its next
     // record elsewhere (shim/log.rs).
     "APPLY_SECCOMP_LOG",
+    // The host sockets the user named (a nested client must not pass it on).
+    "APPLY_SECCOMP_ALLOW_UNIX",
 ];
 
 /// Words printed for `SRT_HELPER_FEATURES=1` with no arguments, one a line.
-pub const FEATURES: [&str; 6] = [
+pub const FEATURES: [&str; 7] = [
     // max_user_namespaces set to 0 in the namespace the helper made.
     "userns-limit",
     // Thread-count wait and bounded EINVAL retry around the user namespace unshare.
@@ -50,6 +59,8 @@ pub const FEATURES: [&str; 6] = [
     // Protecting mounts checked before the command and watched during it
     // (guard/).
     "mount-guard",
+    // A command's own AF_UNIX stream sockets work (sockets.rs).
+    "own-unix-sockets",
 ];
 
 /// The environment variables the helper reads.
@@ -60,6 +71,9 @@ pub struct Env {
     pub helper_features: Option<OsString>,
     pub observe_sock: Option<OsString>,
     pub encoded_cmd: Option<OsString>,
+    /// `APPLY_SECCOMP_UNIX` and `APPLY_SECCOMP_ALLOW_UNIX` (cli/unix.rs).
+    pub unix: Option<OsString>,
+    pub allow_unix: Option<OsString>,
 }
 
 impl Env {
@@ -75,12 +89,16 @@ impl Env {
             helper_features,
             observe_sock,
             encoded_cmd,
+            unix,
+            allow_unix,
         ] = crate::sys::env_values([
             "SRT_ALLOW_NESTED_USERNS",
             "SRT_DEBUG",
             "SRT_HELPER_FEATURES",
             "SRT_OBSERVE_SOCK",
             "SRT_ENCODED_CMD",
+            "APPLY_SECCOMP_UNIX",
+            "APPLY_SECCOMP_ALLOW_UNIX",
         ]);
         Env {
             allow_nested_userns,
@@ -88,6 +106,8 @@ impl Env {
             helper_features,
             observe_sock,
             encoded_cmd,
+            unix,
+            allow_unix,
         }
     }
 }
@@ -105,6 +125,10 @@ pub struct RunConfig {
     /// `SRT_OBSERVE_SOCK`, when set and non-empty: report write-intent
     /// calls to this socket.
     pub observe: Option<Observe>,
+    /// The Unix socket policy, and the host sockets a connect may reach
+    /// besides the run's own (cli/unix.rs).
+    pub unix: UnixPolicy,
+    pub allow_unix: Vec<PathBuf>,
 }
 
 /// Where and how to report observed calls.
@@ -135,6 +159,9 @@ pub enum Action {
     DoctorEntry,
     /// `--doctor-probe`: the doctor's command under the helper.
     DoctorProbe,
+    /// `--doctor-connect PATH...`: the doctor's command under the helper
+    /// that connects to each named host socket.
+    DoctorConnect(Vec<OsString>),
 }
 
 fn is(value: &Option<OsString>, expected: &str) -> bool {
@@ -169,6 +196,7 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         }
         Some(b"--doctor-entry") if args.len() == 1 => return Ok(Action::DoctorEntry),
         Some(b"--doctor-probe") if args.len() == 1 => return Ok(Action::DoctorProbe),
+        Some(b"--doctor-connect") => return Ok(Action::DoctorConnect(args[1..].to_vec())),
         Some(b"--race-test") => {
             return race::parse(&args[1..])
                 .map(Action::RaceTest)
@@ -206,7 +234,11 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
     if rest.is_empty() {
         return Err(Error::Usage(format!("no command given\n{USAGE}")));
     }
+    let unix = UnixPolicy::read(env.unix.as_deref())?;
+    let allow_unix = allowed_sockets(env.allow_unix.as_deref().unwrap_or_default())?;
     Ok(Action::Run(RunConfig {
+        unix,
+        allow_unix,
         argv: rest.to_vec(),
         allow_nested_userns: is(&env.allow_nested_userns, "1"),
         debug: env.debug_enabled(),

@@ -26,24 +26,32 @@ macro_rules! embed {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn embedded_bytes() -> [&'static [u8]; 5] {
+fn embedded_bytes() -> [&'static [u8]; 9] {
     [
         embed!("x86_64-unix.bpf"),
         embed!("x86_64-namespaces.bpf"),
         embed!("x86_64-unix-capability-free.bpf"),
         embed!("x86_64-observe.bpf"),
         embed!("x86_64-stub.bpf"),
+        embed!("x86_64-unix-own.bpf"),
+        embed!("x86_64-unix-own-capability-free.bpf"),
+        embed!("x86_64-unix-own-observe.bpf"),
+        embed!("x86_64-unix-own-capability-free-observe.bpf"),
     ]
 }
 
 #[cfg(target_arch = "aarch64")]
-fn embedded_bytes() -> [&'static [u8]; 5] {
+fn embedded_bytes() -> [&'static [u8]; 9] {
     [
         embed!("aarch64-unix.bpf"),
         embed!("aarch64-namespaces.bpf"),
         embed!("aarch64-unix-capability-free.bpf"),
         embed!("aarch64-observe.bpf"),
         embed!("aarch64-stub.bpf"),
+        embed!("aarch64-unix-own.bpf"),
+        embed!("aarch64-unix-own-capability-free.bpf"),
+        embed!("aarch64-unix-own-observe.bpf"),
+        embed!("aarch64-unix-own-capability-free-observe.bpf"),
     ]
 }
 
@@ -100,23 +108,63 @@ pub struct Filters {
     /// The outer stub's own filter, one program: the unix and namespaces
     /// rules together, or where nesting is allowed the unix filter.
     pub stub: Program,
+    /// The own-sockets policy (the default): the programs installed with
+    /// a listener the stub serves, in place of `unix` and
+    /// `unix_capability_free` (`None`: `APPLY_SECCOMP_UNIX=deny`).
+    pub own: Option<OwnSockets>,
 }
 
-/// Validates the embedded programs and picks those to install.
-pub fn filters(allow_nested_userns: bool) -> Result<Filters, Error> {
-    let [unix, namespaces, unix_capability_free, observe, stub] = embedded_bytes();
-    let unix = Program::new(unix).map_err(|e| Error::Filter(format!("unix: {e}")))?;
-    let unix_capability_free = Program::new(unix_capability_free)
-        .map_err(|e| Error::Filter(format!("unix-capability-free: {e}")))?;
-    let namespaces =
-        Program::new(namespaces).map_err(|e| Error::Filter(format!("namespaces: {e}")))?;
-    let observe = Program::new(observe).map_err(|e| Error::Filter(format!("observe: {e}")))?;
-    let stub = Program::new(stub).map_err(|e| Error::Filter(format!("stub: {e}")))?;
+/// The own-sockets policy's programs (rules.rs, `Set::UnixOwn` ...): each
+/// its way's unix filter with `AF_UNIX` stream and seqpacket sockets
+/// allowed and `connect` and `bind` notified; the `observed` ones also
+/// the observe filter's calls.
+#[derive(Clone, Copy, Debug)]
+pub struct OwnSockets {
+    pub unix: Program,
+    pub unix_capability_free: Program,
+    pub unix_observed: Program,
+    pub unix_capability_free_observed: Program,
+}
+
+/// Validates the embedded programs and picks those to install; `own`:
+/// the own-sockets policy (not `APPLY_SECCOMP_UNIX=deny`).
+pub fn filters(allow_nested_userns: bool, own: bool) -> Result<Filters, Error> {
+    let [
+        unix,
+        namespaces,
+        unix_capability_free,
+        observe,
+        stub,
+        unix_own,
+        unix_own_capability_free,
+        unix_own_observe,
+        unix_own_capability_free_observe,
+    ] = embedded_bytes();
+    let valid =
+        |bytes, name: &str| Program::new(bytes).map_err(|e| Error::Filter(format!("{name}: {e}")));
+    let unix = valid(unix, "unix")?;
+    let stub = valid(stub, "stub")?;
+    let own = if own {
+        Some(OwnSockets {
+            unix: valid(unix_own, "unix-own")?,
+            unix_capability_free: valid(unix_own_capability_free, "unix-own-capability-free")?,
+            unix_observed: valid(unix_own_observe, "unix-own-observe")?,
+            unix_capability_free_observed: valid(
+                unix_own_capability_free_observe,
+                "unix-own-capability-free-observe",
+            )?,
+        })
+    } else {
+        None
+    };
     Ok(Filters {
         unix,
-        unix_capability_free,
-        namespaces: (!allow_nested_userns).then_some(namespaces),
-        observe,
+        unix_capability_free: valid(unix_capability_free, "unix-capability-free")?,
+        namespaces: (!allow_nested_userns)
+            .then(|| valid(namespaces, "namespaces"))
+            .transpose()?,
+        observe: valid(observe, "observe")?,
         stub: if allow_nested_userns { unix } else { stub },
+        own,
     })
 }

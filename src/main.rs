@@ -35,6 +35,7 @@ mod race;
 mod settings;
 mod setup;
 mod shim;
+mod sockets;
 mod supervise;
 mod sys;
 mod terminal;
@@ -84,6 +85,7 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
         Ok(Action::Setup(cfg)) => setup::run(&cfg),
         Ok(Action::DoctorEntry) => print_out(&doctor::entry_report()),
         Ok(Action::DoctorProbe) => print_out(&doctor::probe_report()),
+        Ok(Action::DoctorConnect(paths)) => print_out(&doctor::connect_report(&paths)),
         Ok(Action::RaceTest(cfg)) => match race::run(&cfg) {
             Ok(report) => {
                 print_out(&report.render());
@@ -121,11 +123,14 @@ fn help() -> String {
     format!(
         "{usage}\n\n\
          Runs <command> in new PID and mount namespaces (through a new user\n\
-         namespace when needed) under seccomp filters that refuse Unix-domain\n\
-         and vsock sockets, io_uring, and new user/mount namespaces.\n\n\
+         namespace when needed) under seccomp filters that refuse vsock\n\
+         sockets, io_uring and new user/mount namespaces, and let a Unix socket\n\
+         connect reach only what the run bound.\n\n\
          Environment:\n  \
            SRT_ALLOW_NESTED_USERNS=1  leave out the namespaces filter and limit\n  \
            SRT_DEBUG=<non-empty>      diagnostics on stderr\n  \
+           APPLY_SECCOMP_UNIX=deny    refuse every AF_UNIX socket (upstream's policy)\n  \
+           APPLY_SECCOMP_ALLOW_UNIX=P:Q  host sockets a connect may reach too\n  \
            SRT_HELPER_FEATURES=1      with no arguments: print supported features\n\n\
          Exit status: the command's own; 125 helper failure; 126 command not\n\
          executable; 127 command not found.\n",
@@ -146,7 +151,7 @@ pub(crate) fn debug(enabled: bool, line: impl FnOnce() -> String) {
 }
 
 fn run(cfg: &RunConfig) -> Result<i32, Error> {
-    let filters = filter::filters(cfg.allow_nested_userns)?;
+    let filters = filter::filters(cfg.allow_nested_userns, cfg.unix == cli::UnixPolicy::Own)?;
     // Leaked: init and the worker read it from the stub's memory while the
     // stub runs on (supervise/), so it must never be freed.
     let exec: &'static sys::ExecArgs = Box::leak(Box::new(
@@ -243,15 +248,17 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             tty: None,
             job_control: false,
             init_outlives_stub,
+            observed: observer.is_some(),
         },
         observer.as_mut(),
         pid1,
-        cfg.debug,
+        (cfg.debug, &cfg.allow_unix),
     )?;
     for text in &outcome.observe_errors {
         eprintln!("{}", observe::init_error_line(text));
     }
     debug(cfg.debug, || outcome.guard_note.clone());
+    debug(cfg.debug, || outcome.unix_note.clone());
     if let Some(lost) = &outcome.lost {
         eprintln!("{}", lost.message());
     }

@@ -159,14 +159,10 @@ impl Observer {
         self.push(init_error_line(message) + "\n");
     }
 
-    /// Handles one pending notification on `listener`: reads its paths,
+    /// Handles one notification received on `listener`: reads its paths,
     /// lets the call continue, queues its lines. Errors are the target's
     /// (gone, or not readable): nothing to report.
-    pub fn handle(&mut self, listener: BorrowedFd<'_>) {
-        let notif = match sys::notif_recv(listener) {
-            Ok(n) => n,
-            Err(_) => return,
-        };
+    pub fn handle_notif(&mut self, listener: BorrowedFd<'_>, notif: &libc::seccomp_notif) {
         let entry = self
             .table
             .iter()

@@ -36,6 +36,9 @@ pub struct Plan {
     /// (PDEATHSIG). The stub, and bubblewrap's caller, then wait for none
     /// of that (supervise/mod.rs).
     pub init_outlives_stub: bool,
+    /// Write observation is on (`SRT_OBSERVE_SOCK`): its calls go to the
+    /// listener too.
+    pub observed: bool,
 }
 
 /// The way in, as the process tree sees it.

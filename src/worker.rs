@@ -7,9 +7,11 @@
 //! formatting, no panics, and only `sys`'s raw system calls
 //! (supervise/mod.rs says why). Calls made: rt_sigprocmask, setpgid, prctl
 //! (no_new_privs), landlock_restrict_self (capability-free way only),
-//! seccomp (the unix filter; the observe filter when the run is observed,
-//! whose listener goes to the stub with one sendmsg and is then closed;
-//! the namespaces filter, unless nesting is allowed), getpid and ioctl
+//! seccomp (the unix filter: the own-sockets policy's with a listener,
+//! which goes to the stub with one sendmsg and is then closed, or the one
+//! refusing every AF_UNIX socket, then for an observed run the observe
+//! filter with its listener; the namespaces filter, unless nesting is
+//! allowed), getpid and ioctl
 //! (TIOCSPGRP, on a terminal: terminal.rs), futex (the gate, on the
 //! namespace way: init's mounts and the stub's mount check done), execve
 //! (through execvp's PATH search), and on failure a write of one report
@@ -53,25 +55,60 @@ pub fn run(
     }
     // With no PID namespace, the unix filter also keeps priorities, limits
     // and scheduling of processes outside from the command's reach.
-    let unix = match plan.way {
-        Way::CapabilityFree { .. } => plan.filters.unix_capability_free,
-        Way::Namespaces { .. } => plan.filters.unix,
+    let capfree = matches!(plan.way, Way::CapabilityFree { .. });
+    let deny = if capfree {
+        plan.filters.unix_capability_free
+    } else {
+        plan.filters.unix
     };
-    if let Err(e) = sys::install_filter(unix.bytes()) {
-        chan.fail(Step::FilterUnix, e);
-    }
-    // Observed runs: the observe filter, its listener to the stub (then
-    // closed here: the command must not hold it). Fail-open: on any error
-    // the stub is told the errno and the command runs unobserved.
-    if let Some(to_stub) = listener_chan {
-        match sys::install_filter_listener(plan.filters.observe.bytes()) {
-            Ok(listener) => {
-                let _ = sys::send_fd(to_stub, 0, Some(listener.as_raw_fd()));
-                sys::raw_close(listener.into_raw_fd());
+    // The own-sockets policy: its unix filter, installed with a listener
+    // (its connects and binds, and an observed run's calls, go to the
+    // stub: the kernel allows one listener in a chain), sent to the stub
+    // and closed here (the command must not hold it). Without a listener
+    // the policy cannot hold: the filter that refuses every AF_UNIX
+    // socket instead, and the stub is told why. Observation alone is
+    // fail-open, as before.
+    let unix = match (plan.filters.own, listener_chan) {
+        (Some(own), Some(to_stub)) => {
+            let prog = match (capfree, plan.observed) {
+                (false, false) => own.unix,
+                (true, false) => own.unix_capability_free,
+                (false, true) => own.unix_observed,
+                (true, true) => own.unix_capability_free_observed,
+            };
+            match sys::install_filter_listener(prog.bytes()) {
+                Ok(listener) => {
+                    let sent = sys::send_fd(to_stub, 0, Some(listener.as_raw_fd()));
+                    sys::raw_close(listener.into_raw_fd());
+                    // Unsent, the listener is closed with no one to serve
+                    // it: connects and binds then get ENOSYS, and no
+                    // socket is reached. Nothing is installed twice.
+                    let _ = sent;
+                    None
+                }
+                Err(e) => {
+                    let _ = sys::send_fd(to_stub, e as i32, None);
+                    Some(deny)
+                }
             }
-            Err(e) => {
-                let _ = sys::send_fd(to_stub, e as i32, None);
+        }
+        (None, Some(to_stub)) => {
+            match sys::install_filter_listener(plan.filters.observe.bytes()) {
+                Ok(listener) => {
+                    let _ = sys::send_fd(to_stub, 0, Some(listener.as_raw_fd()));
+                    sys::raw_close(listener.into_raw_fd());
+                }
+                Err(e) => {
+                    let _ = sys::send_fd(to_stub, e as i32, None);
+                }
             }
+            Some(deny)
+        }
+        _ => Some(deny),
+    };
+    if let Some(unix) = unix {
+        if let Err(e) = sys::install_filter(unix.bytes()) {
+            chan.fail(Step::FilterUnix, e);
         }
     }
     if let Some(ns) = plan.filters.namespaces {

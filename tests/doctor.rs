@@ -119,7 +119,8 @@ fn a_sandbox_starts_here_as_root_and_as_nobody_on_the_host() {
             d.expect(
                 run,
                 "ok",
-                "2 filters of the helper, socket(AF_UNIX) refused (EPERM), NoNewPrivs 1, PID 2",
+                "2 filters of the helper, its own AF_UNIX stream sockets allowed, datagram ones \
+                 refused (EPERM), NoNewPrivs 1, PID 2",
             );
         }
         // srt's options, with --cap-add CAP_SETFCAP for root only.

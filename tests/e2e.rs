@@ -14,14 +14,33 @@ fn privileged(way: Way, place: Place, user: User) -> bool {
 }
 
 fn check_probe(way: Way, place: Place, user: User, nested: bool, stacked: bool) {
+    check_probe_under(way, place, user, nested, stacked, threats::Unix::Own);
+}
+
+fn check_probe_under(
+    way: Way,
+    place: Place,
+    user: User,
+    nested: bool,
+    stacked: bool,
+    unix: threats::Unix,
+) {
     let Some(probe) = fixture().probe() else {
         return;
     };
     let mut args = vec![probe.to_str().unwrap()];
     args.extend(threats::filter_checks(threats::HOST, stacked));
-    let env = [("SRT_ALLOW_NESTED_USERNS", if nested { "1" } else { "0" })];
+    let policy = if unix == threats::Unix::Deny {
+        "deny"
+    } else {
+        "own"
+    };
+    let env = [
+        ("SRT_ALLOW_NESTED_USERNS", if nested { "1" } else { "0" }),
+        ("APPLY_SECCOMP_UNIX", policy),
+    ];
     let out = helper(place, user, &env, &way.args(&args));
-    let what = format!("{way:?} {place:?} {user:?} nested={nested} stacked={stacked}");
+    let what = format!("{way:?} {place:?} {user:?} nested={nested} stacked={stacked} {unix:?}");
     assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
     let got = probe_results(&stdout(&out));
     let wrong = threats::filter_mismatches(
@@ -30,6 +49,7 @@ fn check_probe(way: Way, place: Place, user: User, nested: bool, stacked: bool) 
         nested,
         privileged(way, place, user),
         stacked,
+        unix,
     );
     assert!(wrong.is_empty(), "{what}:\n{}", wrong.join("\n"));
 }
@@ -39,6 +59,7 @@ fn filters_hold_inside_the_helper() {
     for way in WAYS {
         for (place, user) in matrix() {
             check_probe(way, place, user, false, false);
+            check_probe_under(way, place, user, false, false, threats::Unix::Deny);
         }
     }
 }
@@ -146,34 +167,38 @@ fn capability_free_no_process_outside_can_be_signalled_ptraced_or_opened() {
             "ptrace-foreign",
             &connect,
         ]);
-        let out = common::command(
-            place,
-            user,
-            &[],
-            std::path::Path::new(probe),
-            &[
-                &["with-abstract", name.as_str()][..],
-                &[fixture().helper.to_str().unwrap()],
-                &inner.iter().map(String::as_str).collect::<Vec<_>>(),
-            ]
-            .concat(),
-        )
-        .output()
-        .unwrap();
-        let got = probe_results(&stdout(&out));
-        let ctx = format!("{place:?} {user:?}: {got:?} {}", stderr(&out));
-        assert_eq!(out.status.code(), Some(0), "{ctx}");
-        assert_eq!(got["ptrace-init"], "errno:EPERM", "{ctx}");
-        assert_eq!(got["mem-init"], "errno:EACCES", "{ctx}");
-        // At least PID 1 and the outer stub.
-        let wrong = threats::outside_mismatches(&got, 2);
-        assert!(wrong.is_empty(), "{ctx}:\n{}", wrong.join("\n"));
-        // The inherited socket belongs to the network namespace it was
-        // made in (the host's, even under bubblewrap's --unshare-net), where
-        // the address exists: only the Landlock scope refuses it. (The
-        // namespace way lets it through: inherited descriptors are out of
-        // the filters' reach.)
-        assert_eq!(got["abstract-connect"], "errno:EPERM", "{ctx}");
+        for (policy, refused) in [("own", "errno:ECONNREFUSED"), ("deny", "errno:EPERM")] {
+            let out = common::command(
+                place,
+                user,
+                &[("APPLY_SECCOMP_UNIX", policy)],
+                std::path::Path::new(probe),
+                &[
+                    &["with-abstract", name.as_str()][..],
+                    &[fixture().helper.to_str().unwrap()],
+                    &inner.iter().map(String::as_str).collect::<Vec<_>>(),
+                ]
+                .concat(),
+            )
+            .output()
+            .unwrap();
+            let got = probe_results(&stdout(&out));
+            let ctx = format!("{place:?} {user:?}: {got:?} {}", stderr(&out));
+            assert_eq!(out.status.code(), Some(0), "{ctx}");
+            assert_eq!(got["ptrace-init"], "errno:EPERM", "{ctx}");
+            assert_eq!(got["mem-init"], "errno:EACCES", "{ctx}");
+            // At least PID 1 and the outer stub.
+            let wrong = threats::outside_mismatches(&got, 2);
+            assert!(wrong.is_empty(), "{ctx}:\n{}", wrong.join("\n"));
+            // The inherited socket belongs to the network namespace it was
+            // made in (the host's, even under bubblewrap's --unshare-net), where
+            // the address exists. Under the own-sockets policy the stub refuses
+            // its connect (no socket of the run holds that name); under
+            // upstream's, only the Landlock scope does (the namespace way lets
+            // it through there: inherited descriptors are out of the filters'
+            // reach).
+            assert_eq!(got["abstract-connect"], refused, "{policy}: {ctx}");
+        }
     }
 }
 
@@ -448,6 +473,7 @@ fn the_feature_probe_never_stands_in_for_a_run() {
         assert_eq!(out.status.code(), Some(0));
         let words: Vec<&str> = text.lines().collect();
         assert!(words.contains(&"userns-limit"), "{text}");
+        assert!(words.contains(&"own-unix-sockets"), "{text}");
         assert!(words.contains(&"race-free"), "{text}");
         assert!(words.contains(&"capability-free"), "{text}");
         for value in ["1", "0"] {
@@ -683,15 +709,10 @@ fn refusals_name_their_own_cause() {
                 helper_path.as_str(),
                 "--way-in=capability-free",
                 probe,
-                "unix-stream",
+                "unix-dgram",
             ],
         );
-        assert_eq!(
-            stdout(&out),
-            "unix-stream=errno:EPERM\n",
-            "{}",
-            stderr(&out)
-        );
+        assert_eq!(stdout(&out), "unix-dgram=errno:EPERM\n", "{}", stderr(&out));
     }
     // user.max_user_namespaces=0 where the helper runs, and no capability
     // for the direct path.

@@ -284,7 +284,13 @@ fn check_invariant(t: &Traced, way: Way, what: &str) -> Result<bool, String> {
     let ok = |l: &str| l.trim_end().ends_with("= 0"); // strace pads: "...)  = 0"
     let nnp = |l: &str| l.starts_with("prctl(PR_SET_NO_NEW_PRIVS") && ok(l);
     let domain = |l: &str| l.starts_with("landlock_restrict_self(") && ok(l);
-    let filter = |l: &str| l.starts_with("seccomp(SECCOMP_SET_MODE_FILTER") && ok(l);
+    // A filter with a listener returns its descriptor, not 0.
+    let returned_fd = |l: &str| {
+        l.trim_end()
+            .rsplit_once("= ")
+            .is_some_and(|(_, r)| r.parse::<u32>().is_ok())
+    };
+    let filter = |l: &str| l.starts_with("seccomp(SECCOMP_SET_MODE_FILTER") && returned_fd(l);
     // The outer stub's state when it forked init, which init and the
     // worker inherit.
     let stub = t.per_process.iter().find(|(_, lines)| {

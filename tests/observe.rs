@@ -302,33 +302,46 @@ fn writes_through_descriptors_xattrs_and_bind_are_reported() {
     }
 }
 
+/// Under the own-sockets policy the observe filter's calls share the unix
+/// filter's program (one listener in a chain): two filters, as an
+/// unobserved run; under `APPLY_SECCOMP_UNIX=deny` the observe filter is a
+/// third.
 #[test]
-fn the_command_sees_three_filters_and_neither_variable() {
+fn the_command_sees_its_filters_and_neither_variable() {
     let listener = Listener::new("obs-env");
     let sock = listener.path.to_string_lossy().into_owned();
     let script = "grep Seccomp_filters /proc/self/status; env | grep ^SRT_; ls /proc/self/fd";
     for (way, place, user) in common::ways_matrix() {
-        let observed = helper(
-            place,
-            user,
-            &[("SRT_OBSERVE_SOCK", &sock), ("SRT_ENCODED_CMD", "eA==")],
-            &way.args(&["/bin/sh", "-c", script]),
-        );
-        let plain = helper(place, user, &[], &way.args(&["/bin/sh", "-c", script]));
-        // Three filters; no SRT_ variable; the same fds as an unobserved
-        // run (the listener and the socket stay with the helper).
-        let what = format!("{way:?} {place:?} {user:?}: {}", stderr(&observed));
-        assert_eq!(
-            stdout(&observed),
-            stdout(&plain).replace("Seccomp_filters:\t2", "Seccomp_filters:\t3"),
-            "{what}"
-        );
-        assert!(
-            stdout(&observed).starts_with("Seccomp_filters:\t3\n0\n"),
-            "{what}"
-        );
+        for (policy, filters) in [("own", "2"), ("deny", "3")] {
+            let env = [("APPLY_SECCOMP_UNIX", policy)];
+            let observed = helper(
+                place,
+                user,
+                &[
+                    ("SRT_OBSERVE_SOCK", &sock),
+                    ("SRT_ENCODED_CMD", "eA=="),
+                    ("APPLY_SECCOMP_UNIX", policy),
+                ],
+                &way.args(&["/bin/sh", "-c", script]),
+            );
+            let plain = helper(place, user, &env, &way.args(&["/bin/sh", "-c", script]));
+            // No SRT_ variable; the same fds as an unobserved run (the
+            // listener and the socket stay with the helper).
+            let what = format!("{way:?} {place:?} {user:?} {policy}: {}", stderr(&observed));
+            assert_eq!(
+                stdout(&observed),
+                stdout(&plain).replace(
+                    "Seccomp_filters:\t2",
+                    &format!("Seccomp_filters:\t{filters}")
+                ),
+                "{what}"
+            );
+            assert!(
+                stdout(&observed).starts_with(&format!("Seccomp_filters:\t{filters}\n0\n")),
+                "{what}"
+            );
+        }
     }
-    let _ = listener.take();
 }
 
 #[test]

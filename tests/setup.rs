@@ -461,3 +461,73 @@ fn a_missing_settings_file_is_made_from_srts_defaults_and_undo_removes_it() {
         assert!(!settings.exists(), "{user:?}: {}", text(&out));
     }
 }
+
+/// `--allow-unix-socket PATH`: added to `APPLY_SECCOMP_ALLOW_UNIX` in
+/// Claude Code's settings `env` (twice: both, once each), the export line
+/// for srt said, a relative path refused; `--undo` takes the file back.
+#[test]
+fn allow_unix_socket_goes_to_claude_codes_env_and_is_undone() {
+    for user in users() {
+        let (home, _) = fresh_home(user, "allow");
+        let claude = home.join(".claude/settings.json");
+        // No ~/.claude yet (Claude Code never ran): nothing written there.
+        let out = helper(
+            user,
+            &home,
+            &fixture().helper,
+            &[
+                "--setup",
+                "--claude-code",
+                "--allow-unix-socket",
+                "/tmp/a.sock",
+            ],
+        );
+        assert!(text(&out).contains("is missing (Claude Code has not run as this user)"));
+        assert!(!claude.exists());
+        std::fs::create_dir(home.join(".claude")).unwrap();
+        if let Some(u) = uid_of(user) {
+            std::os::unix::fs::chown(home.join(".claude"), Some(u), Some(u)).unwrap();
+        }
+        let out = helper(
+            user,
+            &home,
+            &fixture().helper,
+            &["--setup", "--allow-unix-socket", "/tmp/agent-a.sock"],
+        );
+        let ctx = text(&out);
+        assert!(
+            ctx.contains("export APPLY_SECCOMP_ALLOW_UNIX=\"/tmp/agent-a.sock\""),
+            "{user:?}: {ctx}"
+        );
+        assert!(ctx.contains("is not a socket now"), "{ctx}");
+        assert!(ctx.contains("ssh-agent and gpg-agent sign as you"), "{ctx}");
+        let out = helper(
+            user,
+            &home,
+            &fixture().helper,
+            &[
+                "--setup",
+                "--claude-code",
+                "--allow-unix-socket",
+                "/tmp/agent-b.sock",
+            ],
+        );
+        let settings: serde_json::Value = serde_json::from_str(&read(&claude)).unwrap();
+        assert_eq!(
+            settings["env"]["APPLY_SECCOMP_ALLOW_UNIX"],
+            "/tmp/agent-a.sock:/tmp/agent-b.sock",
+            "{}",
+            text(&out)
+        );
+        let out = helper(
+            user,
+            &home,
+            &fixture().helper,
+            &["--setup", "--allow-unix-socket", "agent.sock"],
+        );
+        assert_eq!(out.status.code(), Some(125), "{}", text(&out));
+        assert!(text(&out).contains("name the socket by its absolute path"));
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--undo"]);
+        assert!(!claude.exists(), "{user:?}: {}", text(&out));
+    }
+}

@@ -128,19 +128,47 @@ pub fn probe_report() -> String {
         Ok(()) => "allowed".to_string(),
         Err(e) => format!("{e:?}"),
     };
-    let unix = errno_word(
-        socket(
+    let made = |kind| {
+        errno_word(socket(AddressFamily::Unix, kind, SockFlag::SOCK_CLOEXEC, None).map(drop))
+    };
+    // The policy the helper read: the command sees the same variable.
+    let policy = match std::env::var_os("APPLY_SECCOMP_UNIX").as_deref() {
+        Some(v) if v == "deny" => "deny",
+        _ => "own",
+    };
+    format!(
+        "pid={}\nseccomp_filters={}\nno_new_privs={}\naf_unix={}\naf_unix_dgram={}\n\
+         unix_policy={policy}\n",
+        std::process::id(),
+        status_field("Seccomp_filters").unwrap_or_default(),
+        status_field("NoNewPrivs").unwrap_or_default(),
+        made(SockType::Stream),
+        made(SockType::Datagram),
+    )
+}
+
+/// `--doctor-connect PATH...`, as the command under the helper: a
+/// connect to each path, one line each: the path, a tab, `ok` or the
+/// errno's name.
+pub fn connect_report(paths: &[std::ffi::OsString]) -> String {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect, socket};
+    let mut out = String::new();
+    for p in paths {
+        let result = socket(
             AddressFamily::Unix,
             SockType::Stream,
             SockFlag::SOCK_CLOEXEC,
             None,
         )
-        .map(drop),
-    );
-    format!(
-        "pid={}\nseccomp_filters={}\nno_new_privs={}\naf_unix={unix}\n",
-        std::process::id(),
-        status_field("Seccomp_filters").unwrap_or_default(),
-        status_field("NoNewPrivs").unwrap_or_default(),
-    )
+        .and_then(|s| {
+            let addr = UnixAddr::new(p.as_os_str())?;
+            connect(std::os::fd::AsRawFd::as_raw_fd(&s), &addr)
+        });
+        out.push_str(&format!(
+            "{}\t{}\n",
+            p.to_string_lossy(),
+            result.map_or_else(|e| format!("{e:?}"), |()| "ok".into())
+        ));
+    }
+    out
 }

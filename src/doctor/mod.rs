@@ -12,7 +12,9 @@
 //!
 //! - bounded.rs: the child runner (own process group, deadline, group
 //!   killed after).
-//! - child.rs: what the children run (`--doctor-entry`, `--doctor-probe`).
+//! - child.rs: what the children run (`--doctor-entry`, `--doctor-probe`,
+//!   `--doctor-connect`).
+//! - sockets.rs: the Unix socket policy and the host sockets named.
 //! - machine.rs: kernel, seccomp, this process's filter, container or WSL,
 //!   Landlock.
 //! - sandbox.rs: the helper's entry and a run of it, on the host and under
@@ -27,6 +29,7 @@ mod claude;
 mod clients;
 mod machine;
 mod sandbox;
+mod sockets;
 mod srt_options;
 
 use std::ffi::OsString;
@@ -36,7 +39,7 @@ use std::path::PathBuf;
 use crate::json;
 
 use bounded::run_bounded;
-pub use child::{entry_report, probe_report};
+pub use child::{connect_report, entry_report, probe_report};
 pub use claude::managed_settings_file;
 pub use clients::{home, writable_folders};
 
@@ -251,6 +254,7 @@ pub fn run(cfg: &Config) -> Report {
     checks.push(bwrap_found);
     checks.extend(bwrap_run);
     let way = bwrap_way.unwrap_or(way);
+    checks.push(sockets::check(&binary));
     checks.extend(clients::srt(&binary, cfg.srt_settings.as_deref()));
     checks.push(claude::path_entries());
     checks.push(claude::claude_code(&binary));

@@ -79,20 +79,38 @@ fn inherited_filters() -> u32 {
 }
 
 /// Checks what `--doctor-probe` saw under the helper: the helper's two
-/// filters (over those inherited), no_new_privs, AF_UNIX refused with
-/// EPERM. Returns the way in it shows (PID 2: namespaces) or what is wrong.
+/// filters (over those inherited), no_new_privs, and the Unix socket
+/// policy it reports: its own stream sockets made and datagram ones
+/// refused (the default), or every AF_UNIX socket refused with EPERM
+/// (`APPLY_SECCOMP_UNIX=deny`). Returns the way in it shows (PID 2:
+/// namespaces) or what is wrong.
 fn judge_probe(out: &str, inherited: u32) -> Result<(WayTaken, String), String> {
     let filters: u32 = field(out, "seccomp_filters")
         .and_then(|v| v.parse().ok())
         .ok_or("no answer from the command")?;
     let unix = field(out, "af_unix").unwrap_or("?");
+    let dgram = field(out, "af_unix_dgram").unwrap_or("?");
+    let deny = field(out, "unix_policy") == Some("deny");
     let nnp = field(out, "no_new_privs").unwrap_or("?");
     let pid = field(out, "pid").unwrap_or("?");
     let own = filters.saturating_sub(inherited);
-    if own < 2 || unix != "EPERM" || nnp != "1" {
+    let (unix_ok, want, said) = if deny {
+        (
+            unix == "EPERM" && dgram == "EPERM",
+            "EPERM (APPLY_SECCOMP_UNIX=deny)",
+            "socket(AF_UNIX) refused (EPERM, APPLY_SECCOMP_UNIX=deny)",
+        )
+    } else {
+        (
+            unix == "allowed" && dgram == "EPERM",
+            "stream allowed, datagram EPERM (the own-sockets policy)",
+            "its own AF_UNIX stream sockets allowed, datagram ones refused (EPERM)",
+        )
+    };
+    if own < 2 || !unix_ok || nnp != "1" {
         return Err(format!(
-            "the command saw {own} filter(s) of the helper (want 2), socket(AF_UNIX): {unix} \
-             (want EPERM), NoNewPrivs: {nnp}"
+            "the command saw {own} filter(s) of the helper (want 2), socket(AF_UNIX): stream \
+             {unix}, datagram {dgram} (want {want}), NoNewPrivs: {nnp}"
         ));
     }
     let way = if pid == "2" {
@@ -103,8 +121,7 @@ fn judge_probe(out: &str, inherited: u32) -> Result<(WayTaken, String), String> 
     Ok((
         way,
         format!(
-            "the command saw {own} filters of the helper, socket(AF_UNIX) refused (EPERM), \
-             NoNewPrivs 1, {}",
+            "the command saw {own} filters of the helper, {said}, NoNewPrivs 1, {}",
             match way {
                 WayTaken::Namespaces => "PID 2 of a new PID namespace".to_string(),
                 _ => format!("PID {pid}: the capability-free way in"),
@@ -152,14 +169,14 @@ pub fn host_run(binary: &Path, way: WayTaken) -> Check {
 
 /// Where the `bwrap` clients run is: the first on PATH (the shim, if it is
 /// this binary, and then the real one it runs).
-struct Found {
+pub(super) struct Found {
     /// What clients run: the first `bwrap` on PATH.
-    first: PathBuf,
+    pub(super) first: PathBuf,
     /// The real bubblewrap behind it (the same, unless `first` is the shim).
     real: Result<PathBuf, String>,
 }
 
-fn find_bwrap(binary: &Path) -> Option<Found> {
+pub(super) fn find_bwrap(binary: &Path) -> Option<Found> {
     let path = std::env::var_os("PATH")?;
     let first = shim::search_dirs(Some(&path))
         .0
@@ -342,21 +359,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_probe_must_show_both_filters_and_af_unix_refused() {
-        let good = "pid=2\nseccomp_filters=2\nno_new_privs=1\naf_unix=EPERM\n";
-        assert_eq!(judge_probe(good, 0).unwrap().0, WayTaken::Namespaces);
-        let capfree = "pid=812\nseccomp_filters=2\nno_new_privs=1\naf_unix=EPERM\n";
-        assert_eq!(judge_probe(capfree, 0).unwrap().0, WayTaken::CapabilityFree);
+    fn the_probe_must_show_both_filters_and_the_unix_policy() {
+        let own = "af_unix=allowed\naf_unix_dgram=EPERM\nunix_policy=own\n";
+        let deny = "af_unix=EPERM\naf_unix_dgram=EPERM\nunix_policy=deny\n";
+        let good = format!("pid=2\nseccomp_filters=2\nno_new_privs=1\n{own}");
+        assert_eq!(judge_probe(&good, 0).unwrap().0, WayTaken::Namespaces);
+        let denied = format!("pid=2\nseccomp_filters=2\nno_new_privs=1\n{deny}");
+        assert_eq!(judge_probe(&denied, 0).unwrap().0, WayTaken::Namespaces);
+        let capfree = format!("pid=812\nseccomp_filters=2\nno_new_privs=1\n{own}");
+        assert_eq!(
+            judge_probe(&capfree, 0).unwrap().0,
+            WayTaken::CapabilityFree
+        );
         // Inherited filters do not count as the helper's.
-        let inherited = "pid=2\nseccomp_filters=3\nno_new_privs=1\naf_unix=EPERM\n";
-        assert!(judge_probe(inherited, 2).is_err());
+        let inherited = format!("pid=2\nseccomp_filters=3\nno_new_privs=1\n{own}");
+        assert!(judge_probe(&inherited, 2).is_err());
         for bad in [
-            "pid=2\nseccomp_filters=1\nno_new_privs=1\naf_unix=EPERM\n",
-            "pid=2\nseccomp_filters=2\nno_new_privs=1\naf_unix=allowed\n",
-            "pid=2\nseccomp_filters=2\nno_new_privs=0\naf_unix=EPERM\n",
-            "",
+            format!("pid=2\nseccomp_filters=1\nno_new_privs=1\n{own}"),
+            "pid=2\nseccomp_filters=2\nno_new_privs=1\naf_unix=allowed\naf_unix_dgram=allowed\nunix_policy=own\n".into(),
+            "pid=2\nseccomp_filters=2\nno_new_privs=1\naf_unix=allowed\naf_unix_dgram=EPERM\nunix_policy=deny\n".into(),
+            format!("pid=2\nseccomp_filters=2\nno_new_privs=0\n{own}"),
+            String::new(),
         ] {
-            assert!(judge_probe(bad, 0).is_err(), "{bad:?}");
+            assert!(judge_probe(&bad, 0).is_err(), "{bad:?}");
         }
     }
 }

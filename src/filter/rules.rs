@@ -52,16 +52,45 @@ pub enum Set {
     /// allocated, checked, JIT-compiled, set read-only). The command keeps
     /// the two filters upstream's has.
     Stub,
+    /// The unix filter of the own-sockets policy (the default; `Unix` is
+    /// `APPLY_SECCOMP_UNIX=deny`), installed with a listener: `AF_UNIX`
+    /// stream and seqpacket sockets allowed, every `connect` and `bind`
+    /// answered with SECCOMP_RET_USER_NOTIF (the stub notes each socket a
+    /// bind names, decides each connect on the socket it leads to and
+    /// makes it itself: sockets.rs); datagram and raw `AF_UNIX` sockets,
+    /// vsock, io_uring and terminal typing refused as in `Unix`. One
+    /// program: the command keeps upstream's two filters.
+    UnixOwn,
+    /// `UnixCapabilityFree` with `UnixOwn`'s socket rules.
+    UnixOwnCapabilityFree,
+    /// `UnixOwn` and `Observe` in one program: the kernel allows one
+    /// listener in a filter chain.
+    UnixOwnObserve,
+    /// `UnixOwnCapabilityFree` and `Observe` in one program.
+    UnixOwnCapabilityFreeObserve,
 }
 
 impl Set {
-    pub const ALL: [Set; 5] = [
+    pub const ALL: [Set; 9] = [
         Set::Unix,
         Set::Namespaces,
         Set::UnixCapabilityFree,
         Set::Observe,
         Set::Stub,
+        Set::UnixOwn,
+        Set::UnixOwnCapabilityFree,
+        Set::UnixOwnObserve,
+        Set::UnixOwnCapabilityFreeObserve,
     ];
+
+    /// Some calls are answered with SECCOMP_RET_USER_NOTIF: installed
+    /// with a listener.
+    pub fn notifies(self) -> bool {
+        !matches!(
+            self,
+            Set::Unix | Set::Namespaces | Set::UnixCapabilityFree | Set::Stub
+        )
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -70,6 +99,10 @@ impl Set {
             Set::UnixCapabilityFree => "unix-capability-free",
             Set::Observe => "observe",
             Set::Stub => "stub",
+            Set::UnixOwn => "unix-own",
+            Set::UnixOwnCapabilityFree => "unix-own-capability-free",
+            Set::UnixOwnObserve => "unix-own-observe",
+            Set::UnixOwnCapabilityFreeObserve => "unix-own-capability-free-observe",
         }
     }
 }
@@ -98,12 +131,13 @@ pub enum Cond {
     },
 }
 
-/// A syscall is refused (the observe filter: notified) when ALL of its
-/// conditions hold; with none, always.
+/// A syscall is refused (`notify`: answered with SECCOMP_RET_USER_NOTIF)
+/// when ALL of its conditions hold; with none, always.
 #[derive(Clone, Debug)]
 pub struct Rule {
     pub nr: u32,
     pub all_of: Vec<Cond>,
+    pub notify: bool,
 }
 
 const AF_UNIX: u32 = 1;
@@ -112,6 +146,11 @@ const SOCK_TYPE_MASK: u32 = 0xf;
 const SOCK_DGRAM: u32 = 2;
 /// `AF_UNIX` turns `SOCK_RAW` into `SOCK_DGRAM` (net/unix/af_unix.c).
 const SOCK_RAW: u32 = 3;
+/// The `AF_UNIX` socket types the own-sockets policy allows, with every
+/// combination of the two flags `socket` takes in its type word
+/// (`SOCK_NONBLOCK` 0x800, `SOCK_CLOEXEC` 0x80000: the same on x86_64
+/// and aarch64); any other bit there is EINVAL in the kernel.
+const UNIX_OWN_TYPES: &[u32] = &[1, 5, 0x801, 0x805, 0x8_0001, 0x8_0005, 0x8_0801, 0x8_0805];
 const CLONE_NEWNS: u32 = 0x0002_0000;
 const CLONE_NEWUSER: u32 = 0x1000_0000;
 /// Pushes a byte into a terminal's input as if typed (CVE-2017-5226);
@@ -138,6 +177,8 @@ struct Numbers {
     ioctl: u32,
     socket: u32,
     socketpair: u32,
+    connect: u32,
+    bind: u32,
     unshare: u32,
     clone: u32,
     setns: u32,
@@ -153,12 +194,20 @@ struct Numbers {
     sched_setattr: u32,
 }
 
+/// `connect` and `bind` of `arch`, for the stub (sockets.rs).
+pub fn connect_bind(arch: Arch) -> (u32, u32) {
+    let n = numbers(arch);
+    (n.connect, n.bind)
+}
+
 fn numbers(arch: Arch) -> Numbers {
     match arch {
         Arch::X86_64 => Numbers {
             ioctl: 16,
             socket: 41,
             socketpair: 53,
+            connect: 42,
+            bind: 49,
             unshare: 272,
             clone: 56,
             setns: 308,
@@ -177,6 +226,8 @@ fn numbers(arch: Arch) -> Numbers {
             ioctl: 29,
             socket: 198,
             socketpair: 199,
+            connect: 203,
+            bind: 200,
             unshare: 97,
             clone: 220,
             setns: 268,
@@ -211,6 +262,15 @@ fn always(nr: u32) -> Rule {
     Rule {
         nr,
         all_of: Vec::new(),
+        notify: false,
+    }
+}
+
+/// `nr` always answered with SECCOMP_RET_USER_NOTIF.
+fn notified(nr: u32) -> Rule {
+    Rule {
+        notify: true,
+        ..always(nr)
     }
 }
 
@@ -223,6 +283,7 @@ fn when_one_of(nr: u32, arg: u8, values: &'static [u32]) -> Rule {
             mask: u32::MAX,
             values,
         }],
+        notify: false,
     }
 }
 
@@ -250,6 +311,7 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
                         values: &[SOCK_DGRAM, SOCK_RAW],
                     },
                 ],
+                notify: false,
             },
             always(IO_URING_SETUP),
             always(IO_URING_ENTER),
@@ -268,10 +330,12 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
                 Rule {
                     nr: n.unshare,
                     all_of: ns_flags.clone(),
+                    notify: false,
                 },
                 Rule {
                     nr: n.clone,
                     all_of: ns_flags,
+                    notify: false,
                 },
                 always(n.setns),
                 always(n.mount),
@@ -292,6 +356,7 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
             let not_self = |nr, pairs| Rule {
                 nr,
                 all_of: vec![Cond::Differs { pairs }],
+                notify: false,
             };
             all.extend([
                 // The caller itself, by `who` 0. Not its group, even its
@@ -313,6 +378,35 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
             all.extend(rules(arch, Set::Namespaces));
             all
         }
+        Set::UnixOwn | Set::UnixOwnCapabilityFree => {
+            let base = if set == Set::UnixOwn {
+                Set::Unix
+            } else {
+                Set::UnixCapabilityFree
+            };
+            let mut all = rules(arch, base);
+            // vsock always; AF_UNIX unless a stream or seqpacket socket.
+            let socket = all.iter_mut().find(|r| r.nr == n.socket).expect("in Unix");
+            socket.all_of.push(Cond::Differs {
+                pairs: &[(0, &[AF_UNIX]), (1, UNIX_OWN_TYPES)],
+            });
+            all.extend([notified(n.connect), notified(n.bind)]);
+            all
+        }
+        Set::UnixOwnObserve | Set::UnixOwnCapabilityFreeObserve => {
+            let base = if set == Set::UnixOwnObserve {
+                Set::UnixOwn
+            } else {
+                Set::UnixOwnCapabilityFree
+            };
+            let mut all = rules(arch, base);
+            for r in rules(arch, Set::Observe) {
+                if !all.iter().any(|o| o.nr == r.nr) {
+                    all.push(r);
+                }
+            }
+            all
+        }
         Set::Observe => observed(arch)
             .into_iter()
             .map(|o| Rule {
@@ -325,6 +419,7 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
                     })
                     .into_iter()
                     .collect(),
+                notify: true,
             })
             .collect(),
     }

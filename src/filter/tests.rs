@@ -9,6 +9,8 @@ use super::interp::{SeccompData, run};
 mod observe;
 /// The capability-free way's unix filter: THREATS row 24.
 mod outside;
+/// The own-sockets policy's programs (issue 43).
+mod own;
 /// The property test and its samples (also the seccompiler check's).
 pub(super) mod property;
 
@@ -457,10 +459,12 @@ fn embedded_programs_validate() {
     ] {
         assert!(super::Program::new(bytes).is_ok());
     }
-    let f = super::filters(false).expect("valid");
+    let f = super::filters(false, true).expect("valid");
+    assert!(f.own.is_some());
+    assert!(super::filters(false, false).expect("valid").own.is_none());
     assert!(f.namespaces.is_some());
     assert_ne!(f.stub.bytes(), f.unix.bytes(), "the stub's: both rule sets");
-    let nested = super::filters(true).expect("valid");
+    let nested = super::filters(true, true).expect("valid");
     assert!(nested.namespaces.is_none());
     assert_eq!(
         nested.stub.bytes(),

@@ -13,8 +13,10 @@
 //! written to a record (undo.rs) that `--undo` reads. The binary must be
 //! executable and outside every folder srt's settings let a command write.
 
+mod advice;
 mod edit;
 mod files;
+mod sockets;
 mod undo;
 
 use std::ffi::OsString;
@@ -26,7 +28,8 @@ use crate::json;
 use crate::shim;
 
 /// `--setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]
-/// [--srt-settings FILE] [--dry-run]`, or `--setup --undo [--dry-run]`.
+/// [--srt-settings FILE] [--allow-unix-socket PATH]... [--dry-run]`, or
+/// `--setup --undo [--dry-run]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Config {
     pub srt: bool,
@@ -36,6 +39,8 @@ pub struct Config {
     pub srt_settings: Option<PathBuf>,
     pub dry_run: bool,
     pub undo: bool,
+    /// Host sockets commands may reach (sockets.rs).
+    pub allow_unix: Vec<PathBuf>,
 }
 
 /// Parses the words after `--setup`.
@@ -57,10 +62,20 @@ pub fn parse(args: &[OsString]) -> Result<Config, String> {
             b"--undo" => cfg.undo = true,
             b"--bin-dir" => cfg.bin_dir = Some(value("--bin-dir")?),
             b"--srt-settings" => cfg.srt_settings = Some(value("--srt-settings")?),
+            b"--allow-unix-socket" => {
+                let path = value("--allow-unix-socket")?;
+                if !path.is_absolute() {
+                    return Err(format!(
+                        "--allow-unix-socket {}: name the socket by its absolute path",
+                        path.display()
+                    ));
+                }
+                cfg.allow_unix.push(path);
+            }
             other => {
                 return Err(format!(
                     "--setup takes --srt, --claude-code, --managed, --bin-dir DIR, \
-                     --srt-settings FILE, --dry-run and --undo, not {}",
+                     --srt-settings FILE, --allow-unix-socket PATH, --dry-run and --undo, not {}",
                     String::from_utf8_lossy(other)
                 ));
             }
@@ -202,56 +217,6 @@ fn link(out: &mut Out, dir: &Path, binary: &Path) -> Result<PathBuf, String> {
     Ok(link)
 }
 
-/// A link `~/.local/bin/bwrap` to this binary (where an earlier setup
-/// made it) left beside the one in `bin_dir`: what it costs, and how to
-/// remove it. It is left: Claude Code may still find it on `PATH`.
-fn earlier_link(home: &Path, bin_dir: &Path, binary: &Path) -> Option<String> {
-    let old_dir = home.join(".local/bin");
-    let old = old_dir.join("bwrap");
-    if old_dir == bin_dir || files::link_target(&old).as_deref() != Some(binary) {
-        return None;
-    }
-    Some(format!(
-        "{} -> {} (an earlier setup's link) is still there: while PATH names {}, every sandbox \
-         that may write it keeps that whole folder read-only (pip install --user fails there); \
-         once PATH names {} before it, remove it: rm {}",
-        old.display(),
-        binary.display(),
-        old_dir.display(),
-        bin_dir.display(),
-        old.display()
-    ))
-}
-
-/// Whether `dir` comes before every other folder with a `bwrap` on `PATH`;
-/// if not, the line to add and where.
-fn path_order(dir: &Path) -> Option<String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let same = |a: &Path| std::fs::canonicalize(a).ok() == std::fs::canonicalize(dir).ok();
-    for entry in shim::search_dirs(Some(&path)).0 {
-        if same(&entry) {
-            return None;
-        }
-        if entry.join("bwrap").is_file() {
-            break;
-        }
-    }
-    let shell = std::env::var("SHELL").unwrap_or_default();
-    let rc = if shell.ends_with("zsh") {
-        "~/.zshrc"
-    } else if shell.ends_with("bash") {
-        "~/.bashrc"
-    } else {
-        "~/.profile"
-    };
-    Some(format!(
-        "{} does not come before every other bwrap on PATH: add the line \
-         export PATH=\"{}:$PATH\" to {rc} (and restart Claude Code from a new shell)",
-        dir.display(),
-        dir.display()
-    ))
-}
-
 /// The folders srt's settings (their text) let a sandboxed command write.
 fn writable(srt_text: Option<&str>) -> Vec<(String, PathBuf)> {
     let settings = srt_text
@@ -362,7 +327,8 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
         record: undo::Record::default(),
     };
     let steps = steps(cfg, &mut out, &srt_file, &bin_dir, &binary);
-    out.lines.extend(earlier_link(&home, &bin_dir, &binary));
+    out.lines
+        .extend(advice::earlier_link(&home, &bin_dir, &binary));
     // What was done is recorded even when a later step failed.
     if !cfg.dry_run {
         undo::append(&record_file, std::mem::take(&mut out.record))?;
@@ -391,7 +357,7 @@ fn steps(
         )?;
     }
     if cfg.claude_code {
-        if let Some(advice) = path_order(bin_dir) {
+        if let Some(advice) = advice::path_order(bin_dir) {
             out.lines.push(advice);
         }
     }
@@ -402,6 +368,9 @@ fn steps(
             EMPTY,
             &[(&["sandbox", "bwrapPath"], quote(&link))],
         )?;
+    }
+    if !cfg.allow_unix.is_empty() {
+        sockets::allow(out, &home()?, &cfg.allow_unix, (cfg.srt, cfg.claude_code))?;
     }
     Ok(())
 }

@@ -73,27 +73,29 @@
 //! mount guard, job control); init.rs is init. The types the worker shares
 //! with them are in plan.rs.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 use nix::fcntl::OFlag;
 use nix::sys::prctl;
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
-use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use crate::error::{EXIT_SETUP, Error, Step};
 use crate::guard::{Guard, Lost, Pid1};
 use crate::observe::Observer;
 use crate::plan::{Channel, Kind, Plan, Report, Way};
+use crate::sockets::Sockets;
 use crate::sys;
 use crate::terminal::Terminal;
 use crate::worker;
 
+mod end;
 mod holder;
 mod init;
 mod serve;
 
+use end::{end_child, refused_before_start};
 use holder::start_holder;
 use init::{InitArgs, inner_init};
 use serve::{Job, end_leftovers, read_reports, supervise};
@@ -132,6 +134,9 @@ pub struct Outcome {
     pub lost: Option<Lost>,
     /// What the mount guard watched, for `SRT_DEBUG` (empty without it).
     pub guard_note: String,
+    /// The Unix socket policy in force and what it decided, for
+    /// `SRT_DEBUG`.
+    pub unix_note: String,
 }
 
 fn signal_set() -> SigSet {
@@ -150,7 +155,7 @@ pub fn run(
     plan: Plan,
     mut observer: Option<&mut Observer>,
     pid1: Pid1,
-    debug: bool,
+    (debug, named): (bool, &[std::path::PathBuf]),
 ) -> Result<Outcome, Error> {
     let set = signal_set();
     // An inherited SIG_IGN for SIGCHLD would make the kernel reap for us.
@@ -165,24 +170,35 @@ pub fn run(
     // gone. The stub reads, init and the worker write.
     let (ours, theirs) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
         .map_err(|e| Error::setup(Step::ControlChannel, e))?;
-    // The worker passes the observe filter's listener over this one.
-    // Fail-open: without it the run goes on unobserved.
+    // The own-sockets policy's handles, before init mounts its /proc.
+    // Without them the worker gets the filter that refuses every AF_UNIX
+    // socket (never less than asked).
+    let mut plan = plan;
+    let (mut sockets, mut unix_note) = Sockets::start(plan.filters.own.is_some(), named);
+    if sockets.is_none() {
+        plan.filters.own = None;
+    }
+    // The worker passes the listener (own sockets, observation) over this
+    // one. Observation is fail-open: without it the run goes on
+    // unobserved; the own-sockets policy is not, and a run without the
+    // pair does not start.
     let mut observe_errors = Vec::new();
-    let listener_pair = match observer {
-        Some(_) => match socketpair(
+    let pair = || {
+        socketpair(
             AddressFamily::Unix,
             SockType::SeqPacket,
             None,
             SockFlag::SOCK_CLOEXEC,
-        ) {
-            Ok(pair) => Some(pair),
-            Err(e) => {
-                observe_errors.push(format!("socketpair: {}", e.desc()));
-                observer = None;
-                None
-            }
-        },
-        None => None,
+        )
+    };
+    let listener_pair = match (observer.is_some() || sockets.is_some()).then(pair) {
+        Some(Err(e)) if sockets.is_some() => return Err(Error::setup(Step::ControlChannel, e)),
+        Some(Err(e)) => {
+            observe_errors.push(format!("socketpair: {}", e.desc()));
+            observer = None;
+            None
+        }
+        other => other.and_then(Result::ok),
     };
     // The stub stays outside the command's PID namespace but shares its
     // user namespace (and, for a root caller, its capabilities there). Where
@@ -338,25 +354,36 @@ pub fn run(
         return Err(e);
     }
     let guard = guard.filter(Guard::watching);
-    let observed = observer.as_deref_mut().zip(listener_chan);
+    let notify = listener_chan.map(|chan| serve::Notify {
+        chan,
+        observer: observer.as_deref_mut(),
+        sockets: sockets.as_mut(),
+        unix_note: &mut unix_note,
+    });
     let job = terminal.as_ref().map(|terminal| Job { terminal });
     let mut early = Vec::new();
     let outlives = plan.init_outlives_stub;
-    let (status, mut lost) = if observed.is_none() && guard.is_none() && job.is_none() && !outlives
-    {
+    let (status, mut lost) = if notify.is_none() && guard.is_none() && job.is_none() && !outlives {
         supervise(child, &set, false, &mut |_| {}).map(|status| (status, None))
     } else {
         serve::serve(
             child,
             &set,
             plan.way,
-            (observed, guard.as_ref()),
+            (notify, guard.as_ref()),
             (&ours, job.as_ref(), outlives),
             &mut observe_errors,
             &mut early,
         )
     }
     .map_err(|e| Error::setup(Step::Wait, e))?;
+    if let Some(s) = &sockets {
+        if unix_note.is_empty() {
+            unix_note = s.note();
+        }
+    }
+    // Its descriptors go with the stub's exit, soon after.
+    std::mem::forget(sockets);
     if let Way::CapabilityFree { .. } = plan.way {
         end_leftovers();
     }
@@ -376,35 +403,8 @@ pub fn run(
         observe_errors,
         lost,
         guard_note,
+        unix_note,
     })
-}
-
-/// Kills and reaps the stub's child where the run cannot go on: init
-/// (whose end kills the worker waiting at the gate), or on the
-/// capability-free way the worker.
-fn end_child(child: Pid) {
-    let _ = kill(child, Signal::SIGKILL);
-    let _ = waitpid(child, None);
-}
-
-/// The outcome when a protecting mount was gone before the command
-/// started: it did not run.
-fn refused_before_start(
-    lost: Lost,
-    observer: Option<&mut Observer>,
-    observe_errors: Vec<String>,
-    ours: &OwnedFd,
-) -> Outcome {
-    if let Some(obs) = observer {
-        obs.mount_guard(&lost);
-    }
-    Outcome {
-        status: EXIT_SETUP,
-        reports: read_reports(ours),
-        observe_errors,
-        guard_note: "mount guard: a required mount was gone before the command".into(),
-        lost: Some(lost),
-    }
 }
 
 /// The stub's filter: the unix and namespaces rules in one program

@@ -3,6 +3,7 @@
 //! the mount guard's checks, and job control on the caller's terminal.
 //! Runs in the outer stub only (after init or the worker has started).
 
+use std::mem::ManuallyDrop;
 use std::os::fd::{AsFd, OwnedFd};
 
 use nix::errno::Errno;
@@ -14,6 +15,7 @@ use nix::unistd::Pid;
 
 use crate::guard::{Guard, Lost};
 use crate::observe::Observer;
+use crate::sockets::Sockets;
 use crate::sys;
 use crate::terminal::Terminal;
 
@@ -156,27 +158,43 @@ impl Job<'_> {
 /// `status_from_init`, init reports the command's status on the control
 /// channel and outlives the stub: that report ends the wait (init's own
 /// end still does, should it come first).
+/// The listener's side of a run: the channel the worker sends it over,
+/// and who serves its notifications.
+pub(super) struct Notify<'a> {
+    pub(super) chan: OwnedFd,
+    pub(super) observer: Option<&'a mut Observer>,
+    pub(super) sockets: Option<&'a mut Sockets>,
+    /// Set when the own-sockets policy could not be kept (the worker then
+    /// refused every AF_UNIX socket).
+    pub(super) unix_note: &'a mut String,
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn serve(
     child: Pid,
     set: &SigSet,
     way: Way,
-    (mut observed, mut guard): (Option<(&mut Observer, OwnedFd)>, Option<&Guard>),
+    (notify, mut guard): (Option<Notify<'_>>, Option<&Guard>),
     (ours, job, status_from_init): (&OwnedFd, Option<&Job>, bool),
     errors: &mut Vec<String>,
     early: &mut Vec<Report>,
 ) -> Result<(i32, Option<Lost>), Errno> {
-    let signals = SignalFd::with_flags(set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
+    // The stub exits once this returns: its descriptors here are left to
+    // that exit rather than closed one call each (ManuallyDrop).
+    let signals = ManuallyDrop::new(SignalFd::with_flags(
+        set,
+        SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK,
+    )?);
     // Init reports stops and its status on the control channel; the
     // capability-free worker is the stub's child, whose stops wait4 shows.
     let capfree = matches!(way, Way::CapabilityFree { .. });
     let mut control = (!capfree && (job.is_some() || status_from_init)).then_some(ours);
     let untraced = job.is_some() && capfree;
-    let (mut obs, mut chan) = match observed.take() {
-        Some((obs, chan)) => (Some(obs), Some(chan)),
-        None => (None, None),
+    let (mut obs, mut chan, mut sockets, mut unix_note) = match notify {
+        Some(n) => (n.observer, Some(n.chan), n.sockets, Some(n.unix_note)),
+        None => (None, None, None, None),
     };
-    let mut listener: Option<OwnedFd> = None;
+    let mut listener: Option<ManuallyDrop<OwnedFd>> = None;
     let mut lost = None;
     loop {
         let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
@@ -203,7 +221,24 @@ pub(super) fn serve(
         if let Some(o) = obs.as_ref().filter(|o| o.pending()) {
             fds.push(PollFd::new(o.socket(), PollFlags::POLLOUT));
         }
-        match poll(&mut fds, PollTimeout::NONE) {
+        // Connects of other families the stub started, still connecting
+        // (their index in the pending list with each).
+        let pending_at = fds.len();
+        let mut handshakes = Vec::new();
+        for (i, p) in sockets.iter().flat_map(|s| s.pending.iter()).enumerate() {
+            if let Some(fd) = p.handshake() {
+                fds.push(PollFd::new(fd, PollFlags::POLLOUT));
+                handshakes.push(i);
+            }
+        }
+        // Connects waiting for room in a Unix listener's backlog: tried
+        // again every 2 ms.
+        let timeout = if sockets.as_ref().is_some_and(|s| s.waiting_for_room()) {
+            PollTimeout::from(2u8)
+        } else {
+            PollTimeout::NONE
+        };
+        match poll(&mut fds, timeout) {
             Ok(_) | Err(Errno::EINTR) => {}
             Err(e) => return Err(e),
         }
@@ -224,28 +259,47 @@ pub(super) fn serve(
                 guard = None;
             }
         }
-        if let (Some(at), Some(o)) = (chan_at, obs.as_mut()) {
-            // One message at most: the channel is done either way.
-            if !ready[at].is_empty() {
-                if let Some(c) = chan.take() {
-                    match sys::recv_fd(c.as_fd()) {
-                        Ok(Some((0, Some(fd)))) => listener = Some(fd),
-                        Ok(Some((errno, _))) => {
-                            let text =
-                                format!("seccomp listener: {}", Errno::from_raw(errno).desc());
+        // One message at most: the channel is done either way.
+        if chan_at.is_some_and(|at| !ready[at].is_empty()) {
+            if let Some(c) = chan.take().map(ManuallyDrop::new) {
+                match sys::recv_fd(c.as_fd()) {
+                    Ok(Some((0, Some(fd)))) => listener = Some(ManuallyDrop::new(fd)),
+                    Ok(Some((errno, _))) => {
+                        let text = format!("seccomp listener: {}", Errno::from_raw(errno).desc());
+                        if let Some(o) = obs.as_mut() {
                             o.init_error(&text);
-                            errors.push(text);
+                            errors.push(text.clone());
                         }
-                        // EOF: init and the worker ended before sending.
-                        _ => {}
+                        // The worker refused every AF_UNIX socket instead.
+                        if sockets.take().is_some() {
+                            if let Some(note) = unix_note.as_deref_mut() {
+                                *note = format!(
+                                    "unix sockets: none (the own-sockets policy needs a \
+                                     {text}: the unix filter refuses every AF_UNIX socket)"
+                                );
+                            }
+                        }
                     }
+                    // EOF: init and the worker ended before sending.
+                    _ => {}
                 }
             }
         }
-        if let (Some(at), Some(o)) = (listener_at, obs.as_mut()) {
+        if let (Some(l), Some(s)) = (&listener, sockets.as_deref_mut()) {
+            // Backwards: finishing one removes it from the list.
+            for (k, r) in ready[pending_at..].iter().enumerate().rev() {
+                if !r.is_empty() {
+                    s.finish(l.as_fd(), handshakes[k]);
+                }
+            }
+            if s.waiting_for_room() {
+                s.retry(l.as_fd());
+            }
+        }
+        if let Some(at) = listener_at {
             if ready[at].contains(PollFlags::POLLIN) {
                 if let Some(l) = &listener {
-                    o.handle(l.as_fd());
+                    crate::sockets::notified(l.as_fd(), sockets.as_deref_mut(), obs.as_deref_mut());
                 }
             } else if ready[at]
                 .intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)

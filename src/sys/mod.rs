@@ -11,7 +11,8 @@
 //! the plain calls), `spawn` (clone on a borrowed stack, fork, `_exit`),
 //! `exec` (exec and the PATH search), `seccomp` (filters, listener,
 //! notifications, fd passing, another process's memory), `signals`
-//! (masks, waiting, reaping, process groups and the terminal), `files`
+//! (masks, waiting, reaping, process groups and the terminal), `sockets`
+//! (the own-sockets policy's calls in the stub), `files`
 //! (the shim's locks, renames and closing). This file:
 //! the C `main`, the environment, and small fd helpers.
 #![allow(unsafe_code)]
@@ -31,6 +32,7 @@ mod locks;
 mod raw;
 mod seccomp;
 mod signals;
+mod sockets;
 mod spawn;
 
 pub use exec::*;
@@ -45,6 +47,7 @@ pub use locks::*;
 pub use raw::*;
 pub use seccomp::*;
 pub use signals::*;
+pub use sockets::*;
 pub use spawn::*;
 
 fn check(ret: libc::c_long) -> io::Result<libc::c_long> {

@@ -1,0 +1,135 @@
+//! The own-sockets policy's programs (issue 43): `unix-own` (and its
+//! capability-free form) lets `AF_UNIX` stream and seqpacket sockets be
+//! made, with any flags, and refuses every other `AF_UNIX` type and vsock,
+//! as the unix filter does the rest of its table, and sends every
+//! `connect` and `bind` to the stub (its `-observe` forms also the observe
+//! filter's calls). Numbers from the
+//! kernel's tables, written here independently of rules.rs.
+
+use super::*;
+
+const SOCK_NONBLOCK: u64 = 0x800;
+const SOCK_CLOEXEC: u64 = 0x8_0000;
+
+fn data(arch: u32, nr: i32, args: [u64; 6]) -> SeccompData {
+    SeccompData {
+        nr,
+        arch,
+        instruction_pointer: 0,
+        args,
+    }
+}
+
+fn own(name: &str) -> Vec<u8> {
+    let file = format!("{}/{name}.bpf", env!("OUT_DIR"));
+    std::fs::read(&file).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn own_sockets_stream_and_seqpacket_only() {
+    for abi in [&X86_64, &AARCH64] {
+        for variant in ["unix-own", "unix-own-capability-free"] {
+            let prog = own(&format!("{}-{variant}", abi.name));
+            let answer = |family: u64, kind: u64| {
+                run(
+                    &prog,
+                    &data(abi.arch, abi.socket, [family, kind, 0, 0, 0, 0]),
+                )
+                .map(outcome)
+                .unwrap()
+            };
+            for flags in [0, SOCK_NONBLOCK, SOCK_CLOEXEC, SOCK_NONBLOCK | SOCK_CLOEXEC] {
+                for kind in [SOCK_STREAM, SOCK_SEQPACKET] {
+                    assert_eq!(
+                        answer(AF_UNIX, kind | flags),
+                        Allow,
+                        "{} {variant}",
+                        abi.name
+                    );
+                    // Upper bits never count (the kernel reads an int).
+                    assert_eq!(answer(AF_UNIX | 1 << 32, kind | flags | 1 << 40), Allow);
+                    assert_eq!(answer(AF_VSOCK, kind | flags), EPERM);
+                }
+                for kind in [SOCK_DGRAM, SOCK_RAW, 4, 6, 10] {
+                    assert_eq!(
+                        answer(AF_UNIX, kind | flags),
+                        EPERM,
+                        "{} type {kind}",
+                        abi.name
+                    );
+                }
+                // A flag the kernel does not know: EINVAL there, EPERM here.
+                assert_eq!(answer(AF_UNIX, SOCK_STREAM | 0x100), EPERM);
+                for family in [AF_INET, AF_INET6, AF_NETLINK, AF_PACKET] {
+                    assert_eq!(answer(family, SOCK_DGRAM | flags), Allow);
+                }
+            }
+            // Datagram pairs stay refused, stream pairs made.
+            let pair = |kind| {
+                run(
+                    &prog,
+                    &data(abi.arch, abi.socketpair, [AF_UNIX, kind, 0, 0, 0, 0]),
+                )
+                .map(outcome)
+                .unwrap()
+            };
+            assert_eq!(pair(SOCK_DGRAM), EPERM);
+            assert_eq!(pair(SOCK_STREAM), Allow);
+            // The rest of the unix table: io_uring_setup.
+            assert_eq!(
+                run(&prog, &data(abi.arch, 425, [0; 6]))
+                    .map(outcome)
+                    .unwrap(),
+                EPERM
+            );
+        }
+    }
+}
+
+#[test]
+fn the_unix_table_holds_with_the_own_programs_but_for_stream_sockets() {
+    // check() asserts socket(AF_UNIX, SOCK_STREAM) refused: the deny
+    // program keeps the whole table, the own one differs only there
+    // (above).
+    for abi in [&X86_64, &AARCH64] {
+        let deny = own(&format!("{}-unix", abi.name));
+        assert_eq!(deny, abi.unix, "{}", abi.name);
+    }
+}
+
+#[test]
+fn connect_and_bind_go_to_the_stub() {
+    // (abi, connect, bind, listen, accept4)
+    for (abi, connect, bind, others) in [
+        (&X86_64, 42, 49, [50, 288, 44, 0]),
+        (&AARCH64, 203, 200, [201, 242, 206, 63]),
+    ] {
+        for set in [
+            "unix-own",
+            "unix-own-capability-free",
+            "unix-own-observe",
+            "unix-own-capability-free-observe",
+        ] {
+            let prog = own(&format!("{}-{set}", abi.name));
+            let answer = |nr| {
+                run(&prog, &data(abi.arch, nr, [3, 0, 110, 0, 0, 0]))
+                    .map(outcome)
+                    .unwrap()
+            };
+            assert_eq!(answer(connect), Notify, "{} {set}", abi.name);
+            assert_eq!(answer(bind), Notify, "{} {set}", abi.name);
+            if !set.ends_with("observe") {
+                for nr in others {
+                    assert_eq!(answer(nr), Allow, "{} {set} {nr}", abi.name);
+                }
+            }
+            // Another architecture is killed, as in every program.
+            assert_eq!(
+                run(&prog, &data(abi.foreign[0], connect, [0; 6]))
+                    .map(outcome)
+                    .unwrap(),
+                Kill
+            );
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! What setup says besides what it changed: a folder to put first on
+//! `PATH`, and a link an earlier setup left where it now costs the user.
+
+use std::path::Path;
+
+use super::files;
+use crate::shim;
+
+/// A link `~/.local/bin/bwrap` to this binary (where an earlier setup
+/// made it) left beside the one in `bin_dir`: what it costs, and how to
+/// remove it. It is left: Claude Code may still find it on `PATH`.
+pub fn earlier_link(home: &Path, bin_dir: &Path, binary: &Path) -> Option<String> {
+    let old_dir = home.join(".local/bin");
+    let old = old_dir.join("bwrap");
+    if old_dir == bin_dir || files::link_target(&old).as_deref() != Some(binary) {
+        return None;
+    }
+    Some(format!(
+        "{} -> {} (an earlier setup's link) is still there: while PATH names {}, every sandbox \
+         that may write it keeps that whole folder read-only (pip install --user fails there); \
+         once PATH names {} before it, remove it: rm {}",
+        old.display(),
+        binary.display(),
+        old_dir.display(),
+        bin_dir.display(),
+        old.display()
+    ))
+}
+
+/// Whether `dir` comes before every other folder with a `bwrap` on `PATH`;
+/// if not, the line to add and where.
+pub fn path_order(dir: &Path) -> Option<String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let same = |a: &Path| std::fs::canonicalize(a).ok() == std::fs::canonicalize(dir).ok();
+    for entry in shim::search_dirs(Some(&path)).0 {
+        if same(&entry) {
+            return None;
+        }
+        if entry.join("bwrap").is_file() {
+            break;
+        }
+    }
+    let shell = std::env::var("SHELL").unwrap_or_default();
+    let rc = if shell.ends_with("zsh") {
+        "~/.zshrc"
+    } else if shell.ends_with("bash") {
+        "~/.bashrc"
+    } else {
+        "~/.profile"
+    };
+    Some(format!(
+        "{} does not come before every other bwrap on PATH: add the line \
+         export PATH=\"{}:$PATH\" to {rc} (and restart Claude Code from a new shell)",
+        dir.display(),
+        dir.display()
+    ))
+}

@@ -1,0 +1,404 @@
+//! The own-sockets policy, in the stub: a command may connect to a Unix
+//! socket that a process of its run bound, and to no other.
+//!
+//! The worker's unix filter (rules.rs, `Set::UnixOwn`), installed with
+//! the run's one seccomp listener, sends every `connect` and `bind` here. A `bind` of an unnamed `AF_UNIX` socket
+//! notes the socket (its cookie, never reused while the machine runs, and
+//! its inode) and goes on. A `connect` is decided on objects, never on
+//! bytes the command can change after the check, and made by the stub:
+//!
+//! - the socket is taken from the process (`pidfd_getfd`), its family read
+//!   from it (`SO_DOMAIN`); the address is copied once from its memory;
+//! - any family but `AF_UNIX`: the stub connects the taken socket to its
+//!   copy of the address (so no other thread can swap the descriptor for
+//!   a Unix socket after the check), a blocking one's TCP handshake
+//!   finished in the stub's poll;
+//! - a pathname: resolved in the command's view (`/proc/PID/root` or
+//!   `/proc/PID/cwd`, no magic links) to an `O_PATH` descriptor; allowed
+//!   when sock_diag shows a noted socket bound at that very inode; the stub
+//!   connects through `/proc/self/fd/N` of that descriptor, so the socket
+//!   checked is the socket reached;
+//! - an abstract name: allowed when a noted socket holds that name (asked
+//!   of sock_diag just before the stub connects to it);
+//! - a host socket the user named (`APPLY_SECCOMP_ALLOW_UNIX`): allowed
+//!   while its path still leads to the socket found at the run's start.
+//!
+//! Anything else gets ECONNREFUSED, what a socket file with no listener
+//! gives (tools that find a stale socket start their own server), and is
+//! counted for the refusal report.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat, openat2};
+use nix::sys::stat::{Mode, SFlag, fstat};
+
+use crate::observe::Observer;
+use crate::sys;
+
+mod diag;
+mod start;
+mod wait;
+
+use diag::diag_one;
+pub use wait::Pending;
+use wait::{Made, Wait, connect_now, later};
+
+/// `sizeof(struct sockaddr_storage)`: the kernel refuses a longer address.
+const ADDR_MAX: usize = 128;
+/// `offsetof(struct sockaddr_un, sun_path)`.
+const PATH_AT: usize = 2;
+/// How many refusals are kept with their details (all are counted).
+const KEPT: usize = 16;
+
+/// A refused connect, for `SRT_DEBUG` and the refusal report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub pid: i32,
+    /// The program's name (`comm`), as the kernel keeps it.
+    pub comm: String,
+    /// The path, or `@name` for an abstract one.
+    pub target: String,
+}
+
+/// A host socket the user named: its path, and the inode it led to when
+/// the run started.
+struct Named {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+/// A socket a process of the run bound.
+struct Bound {
+    cookie: u64,
+    ino: u32,
+    /// Where it is bound, once sock_diag has shown it.
+    at: Option<At>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum At {
+    /// The socket file's filesystem and inode.
+    File { dev: (u32, u32), ino: u64 },
+    /// An abstract name (without its leading NUL).
+    Abstract(Vec<u8>),
+}
+
+pub struct Sockets {
+    /// The host sockets the user named (`APPLY_SECCOMP_ALLOW_UNIX`), as
+    /// found when the run started.
+    named: Vec<Named>,
+    /// Each named socket and what was found there, for `SRT_DEBUG`.
+    pub named_notes: Vec<String>,
+    /// Connects made to a named socket.
+    pub to_named: u64,
+    /// `/proc` as the caller sees it, opened before init mounts its own.
+    proc_dir: OwnedFd,
+    /// The stub works in `proc_dir` (from its first connect through it):
+    /// it opens no other relative path.
+    in_proc: bool,
+    /// NETLINK_SOCK_DIAG, in the run's network namespace.
+    diag: Option<OwnedFd>,
+    connect_nr: i32,
+    bind_nr: i32,
+    bound: Vec<Bound>,
+    pub pending: Vec<Pending>,
+    /// Connects made for a Unix socket of the run.
+    pub allowed: u64,
+    /// Connects refused; the first [`KEPT`] of them.
+    pub refused: u64,
+    pub refusals: Vec<Refusal>,
+}
+
+/// What the serve loop does with a notification after [`Sockets::handle`].
+pub enum After {
+    /// Answered here.
+    Done,
+    /// A bind noted: the observer (if any) reports it and lets it go on.
+    Bind,
+    /// Not one of the policy's calls.
+    NotMine,
+}
+
+impl Sockets {
+    /// Serves `notif` if it is a connect or a bind.
+    pub fn handle(&mut self, listener: BorrowedFd<'_>, notif: &libc::seccomp_notif) -> After {
+        let nr = notif.data.nr;
+        if nr == self.bind_nr {
+            self.note_bind(listener, notif);
+            return After::Bind;
+        }
+        if nr != self.connect_nr {
+            return After::NotMine;
+        }
+        match self.connect(listener, notif) {
+            Ok(Some(p)) => self.pending.push(p),
+            Ok(None) => {}
+            Err(e) => {
+                let _ = sys::notif_answer(listener, notif.id, Err(e));
+            }
+        }
+        After::Done
+    }
+
+    /// The process's descriptor `fd`, while its call still waits (so the
+    /// pid was not reused).
+    fn take(
+        &self,
+        listener: BorrowedFd<'_>,
+        notif: &libc::seccomp_notif,
+        fd: u64,
+    ) -> Result<OwnedFd, Errno> {
+        let pidfd = self.pidfd_of(notif.pid as libc::pid_t)?;
+        if !sys::notif_id_valid(listener, notif.id) {
+            return Err(Errno::ESRCH);
+        }
+        sys::pidfd_getfd(pidfd.as_fd(), fd as u32 as i32)
+    }
+
+    /// A pidfd of the thread `tid` reports (a thread of the process on
+    /// Linux 6.9, `PIDFD_THREAD`; before, its thread group's leader, read
+    /// from `/proc/TID/status`): its descriptors are the process's.
+    fn pidfd_of(&self, tid: libc::pid_t) -> Result<OwnedFd, Errno> {
+        match sys::pidfd_open_thread(tid) {
+            Err(Errno::EINVAL) => {}
+            other => return other,
+        }
+        let name = std::ffi::CString::new(format!("{tid}/status")).map_err(|_| Errno::EINVAL)?;
+        let status = sys::read_file_at(self.proc_dir.as_raw_fd(), &name)?;
+        let tgid = String::from_utf8_lossy(&status)
+            .lines()
+            .find_map(|l| l.strip_prefix("Tgid:"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or(Errno::ESRCH)?;
+        sys::pidfd_open(tgid)
+    }
+
+    /// A bind of an unnamed `AF_UNIX` socket: the socket is noted.
+    fn note_bind(&mut self, listener: BorrowedFd<'_>, notif: &libc::seccomp_notif) {
+        let Ok(sock) = self.take(listener, notif, notif.data.args[0]) else {
+            return;
+        };
+        let unix = sys::socket_int(sock.as_fd(), libc::SO_DOMAIN) == Ok(libc::AF_UNIX);
+        let unnamed = sys::socket_name(sock.as_fd()).is_ok_and(|n| n.len() <= PATH_AT);
+        if let (true, true, Ok(cookie), Ok(st)) = (
+            unix,
+            unnamed,
+            sys::socket_cookie(sock.as_fd()),
+            fstat(&sock),
+        ) {
+            if !self.bound.iter().any(|b| b.cookie == cookie) {
+                self.bound.push(Bound {
+                    cookie,
+                    ino: st.st_ino as u32,
+                    at: None,
+                });
+            }
+        }
+    }
+
+    /// Decides and makes one connect: `Ok(None)` answered, `Ok(Some)` to
+    /// be answered later, `Err` the errno to answer.
+    fn connect(
+        &mut self,
+        listener: BorrowedFd<'_>,
+        notif: &libc::seccomp_notif,
+    ) -> Result<Option<Pending>, Errno> {
+        let args = notif.data.args;
+        let pid = notif.pid as libc::pid_t;
+        let sock = self.take(listener, notif, args[0]).map_err(|e| match e {
+            Errno::ESRCH => Errno::ESRCH,
+            _ => Errno::EBADF,
+        })?;
+        let family = sys::socket_int(sock.as_fd(), libc::SO_DOMAIN)?;
+        let len = args[2] as u32 as i32;
+        let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
+        if len > ADDR_MAX {
+            return Err(Errno::EINVAL);
+        }
+        let mut addr = [0u8; ADDR_MAX];
+        sys::read_remote_exact(pid, args[1], &mut addr[..len]).ok_or(Errno::EFAULT)?;
+        let addr = &addr[..len];
+        if family != libc::AF_UNIX {
+            return Ok(later(
+                notif.id,
+                connect_now(listener, notif.id, sock, addr, true)?,
+            ));
+        }
+        if addr.len() <= PATH_AT || u16::from_ne_bytes([addr[0], addr[1]]) != libc::AF_UNIX as u16 {
+            return Err(Errno::EINVAL);
+        }
+        let name = &addr[PATH_AT..];
+        // A datagram socket (one from outside: the filter refuses making
+        // them) would reach journald and syslog.
+        let datagram = sys::socket_int(sock.as_fd(), libc::SO_TYPE) == Ok(libc::SOCK_DGRAM);
+        if name[0] == 0 {
+            let at = At::Abstract(name[1..].to_vec());
+            if datagram || !self.is_ours(&at) {
+                return Err(self.refuse(pid, &at));
+            }
+            self.allowed += 1;
+            return Ok(later(
+                notif.id,
+                connect_now(listener, notif.id, sock, addr, false)?,
+            ));
+        }
+        let path = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        // A magic link (`/proc/PID/fd/N`) is refused: the stub follows
+        // none, and what it leads to was never decided on.
+        // procfs holds no socket file: a path into it reaches one only
+        // through a magic link (`/proc/self` itself is one the stub, in
+        // another PID namespace, cannot follow for the command).
+        let file = match self.resolve(pid, path) {
+            Err(Errno::ELOOP | Errno::EXDEV) => return Err(self.refuse_path(pid, path)),
+            Err(_) if path.starts_with(b"/proc/") => return Err(self.refuse_path(pid, path)),
+            other => other?,
+        };
+        let st = fstat(&file)?;
+        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFSOCK {
+            return Err(Errno::ECONNREFUSED);
+        }
+        // sock_diag reports the low 32 bits of the inode number.
+        let at = At::File {
+            dev: (libc::major(st.st_dev), libc::minor(st.st_dev)),
+            ino: st.st_ino & u64::from(u32::MAX),
+        };
+        let named = !datagram && self.is_named(&st);
+        if !named && (datagram || !self.is_ours(&at)) {
+            return Err(self.refuse_path(pid, path));
+        }
+
+        // Through /proc/self/fd of the descriptor checked: the socket file
+        // connected to is the one decided on, whatever the path now names.
+        let through = format!("self/fd/{}", file.as_raw_fd());
+        let mut un = Vec::with_capacity(PATH_AT + through.len() + 1);
+        un.extend_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
+        un.extend_from_slice(through.as_bytes());
+        un.push(0);
+        if named {
+            self.to_named += 1;
+        } else {
+            self.allowed += 1;
+        }
+        let made = self.through_proc(listener, notif.id, sock, &un)?;
+        Ok(match made {
+            Made::Later(sock, Wait::Backlog { addr, .. }) => Some(Pending {
+                id: notif.id,
+                sock,
+                wait: Wait::Backlog {
+                    addr,
+                    _file: Some(file),
+                },
+            }),
+            other => later(notif.id, other),
+        })
+    }
+
+    /// `path` as the process `pid` would find it: from its root or its
+    /// working folder, no magic link followed (a `/proc/PID/fd` link
+    /// would lead the stub to its own descriptors), `O_PATH`.
+    fn resolve(&self, pid: libc::pid_t, path: &[u8]) -> Result<OwnedFd, Errno> {
+        let (from, rel, how) = if path.starts_with(b"/") {
+            ("root", &path[1..], ResolveFlag::RESOLVE_IN_ROOT)
+        } else {
+            ("cwd", path, ResolveFlag::empty())
+        };
+        let base = openat(
+            self.proc_dir.as_fd(),
+            format!("{pid}/{from}").as_str(),
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        let rel = if rel.is_empty() { &b"."[..] } else { rel };
+        openat2(
+            base.as_fd(),
+            std::ffi::OsStr::from_bytes(rel),
+            OpenHow::new()
+                .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+                .resolve(how | ResolveFlag::RESOLVE_NO_MAGICLINKS),
+        )
+    }
+
+    /// Whether a socket the run bound is bound at `at` now (sock_diag);
+    /// sockets gone are forgotten.
+    fn is_ours(&mut self, at: &At) -> bool {
+        let mut found = false;
+        if self.bound.is_empty() {
+            return false;
+        }
+        if self.diag().is_none() {
+            return false;
+        }
+        let Some(diag) = self.diag.as_ref().map(|d| d.as_fd()) else {
+            return false;
+        };
+        self.bound.retain_mut(|b| {
+            if found {
+                return true;
+            }
+            match diag_one(diag, b.ino, b.cookie) {
+                Some(now) => {
+                    if let Some(now) = now {
+                        found = &now == at;
+                        b.at = Some(now);
+                    }
+                    true
+                }
+                // The socket is closed: its cookie will not come back.
+                None => false,
+            }
+        });
+        found
+    }
+
+    fn refuse(&mut self, pid: libc::pid_t, at: &At) -> Errno {
+        let target = match at {
+            At::Abstract(name) => format!("@{}", String::from_utf8_lossy(name)),
+            At::File { .. } => String::new(),
+        };
+        self.note_refusal(pid, target);
+        Errno::ECONNREFUSED
+    }
+
+    fn refuse_path(&mut self, pid: libc::pid_t, path: &[u8]) -> Errno {
+        self.note_refusal(pid, String::from_utf8_lossy(path).into_owned());
+        Errno::ECONNREFUSED
+    }
+
+    fn note_refusal(&mut self, pid: libc::pid_t, target: String) {
+        self.refused += 1;
+        if self.refusals.len() < KEPT {
+            let name = std::ffi::CString::new(format!("{pid}/comm")).unwrap_or_default();
+            let comm = sys::read_file_at(self.proc_dir.as_raw_fd(), &name)
+                .map(|b| String::from_utf8_lossy(&b).trim_end().to_string())
+                .unwrap_or_default();
+            self.refusals.push(Refusal { pid, comm, target });
+        }
+    }
+}
+
+/// One notification: the own-sockets policy's calls to it, the rest (and
+/// a bind, once noted) to the observer, else let go on.
+pub fn notified(
+    listener: BorrowedFd<'_>,
+    sockets: Option<&mut Sockets>,
+    obs: Option<&mut Observer>,
+) {
+    let Ok(notif) = sys::notif_recv(listener) else {
+        return;
+    };
+    if let Some(s) = sockets {
+        if let After::Done = s.handle(listener, &notif) {
+            return;
+        }
+    }
+    match obs {
+        Some(o) => o.handle_notif(listener, &notif),
+        None => {
+            let _ = sys::notif_continue(listener, notif.id);
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! sock_diag (`NETLINK_SOCK_DIAG`): where a Unix socket of the run is
+//! bound now, asked by its inode and cookie (sockets.rs).
+
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use nix::sys::socket::{MsgFlags, recv, send};
+
+use super::At;
+
+/// sock_diag's answer for the Unix socket `ino` with `cookie`: `None` if
+/// there is no such socket (any more), `Some(None)` if it is not bound
+/// yet, else where it is bound.
+pub(super) fn diag_one(diag: BorrowedFd<'_>, ino: u32, cookie: u64) -> Option<Option<At>> {
+    const SOCK_DIAG_BY_FAMILY: u16 = 20;
+    const NLM_F_REQUEST: u16 = 1;
+    const NLMSG_ERROR: u16 = 2;
+    const UDIAG_SHOW_NAME: u32 = 1;
+    const UDIAG_SHOW_VFS: u32 = 2;
+    const UNIX_DIAG_NAME: u16 = 0;
+    const UNIX_DIAG_VFS: u16 = 1;
+    // nlmsghdr (16) + unix_diag_req (24).
+    let mut req = Vec::with_capacity(40);
+    req.extend_from_slice(&40u32.to_ne_bytes());
+    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    req.extend_from_slice(&1u32.to_ne_bytes());
+    req.extend_from_slice(&0u32.to_ne_bytes());
+    req.push(libc::AF_UNIX as u8);
+    req.push(0);
+    req.extend_from_slice(&0u16.to_ne_bytes());
+    req.extend_from_slice(&u32::MAX.to_ne_bytes());
+    req.extend_from_slice(&ino.to_ne_bytes());
+    req.extend_from_slice(&(UDIAG_SHOW_NAME | UDIAG_SHOW_VFS).to_ne_bytes());
+    req.extend_from_slice(&(cookie as u32).to_ne_bytes());
+    req.extend_from_slice(&((cookie >> 32) as u32).to_ne_bytes());
+    send(diag.as_raw_fd(), &req, MsgFlags::empty()).ok()?;
+    let mut buf = [0u8; 1024];
+    let n = recv(diag.as_raw_fd(), &mut buf, MsgFlags::empty()).ok()?;
+    let msg = &buf[..n];
+    let u32_at = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let u16_at = |b: &[u8], at: usize| -> Option<u16> {
+        Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
+    };
+    let total = (u32_at(msg, 0)? as usize).min(msg.len());
+    if u16_at(msg, 4)? == NLMSG_ERROR {
+        return None;
+    }
+    // unix_diag_msg: 16 bytes after the header, then attributes.
+    let mut at = 16 + 16;
+    let mut found = None;
+    while at + 4 <= total {
+        let len = u16_at(msg, at)? as usize;
+        let kind = u16_at(msg, at + 2)?;
+        if len < 4 || at + len > total {
+            break;
+        }
+        let data = &msg[at + 4..at + len];
+        match kind {
+            UNIX_DIAG_NAME if data.first() == Some(&0) => {
+                found = Some(At::Abstract(data[1..].to_vec()));
+            }
+            UNIX_DIAG_VFS if data.len() >= 8 => {
+                let (vino, vdev) = (u32_at(data, 0)?, u32_at(data, 4)?);
+                // The kernel's own dev_t: major above bit 20.
+                found = Some(At::File {
+                    dev: (vdev >> 20, vdev & 0xf_ffff),
+                    ino: u64::from(vino),
+                });
+            }
+            _ => {}
+        }
+        at += (len + 3) & !3;
+    }
+    Some(found)
+}

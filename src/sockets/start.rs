@@ -1,0 +1,141 @@
+//! The own-sockets policy's start (sockets.rs): the handle it needs
+//! before init mounts its `/proc`, the host sockets the user named as
+//! found then, sock_diag at its first use, and the `SRT_DEBUG` line.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+use nix::sys::socket::{AddressFamily, SockFlag, SockProtocol, SockType, socket};
+
+use super::{Named, Sockets};
+use crate::filter::{self, rules};
+use crate::sys;
+
+impl Sockets {
+    /// The policy's state for a run (`own`: not `APPLY_SECCOMP_UNIX=deny`),
+    /// or `None` and the `SRT_DEBUG` line saying why there is none (then
+    /// the worker refuses every AF_UNIX socket: never less than asked).
+    pub fn start(own: bool, named: &[PathBuf]) -> (Option<Sockets>, String) {
+        if !own {
+            let mut note = String::from("unix sockets: none (APPLY_SECCOMP_UNIX=deny)");
+            if !named.is_empty() {
+                note.push_str("; the sockets APPLY_SECCOMP_ALLOW_UNIX names cannot be reached");
+            }
+            return (None, note);
+        }
+        match Sockets::open(named) {
+            Ok(s) => (Some(s), String::new()),
+            Err(why) => (
+                None,
+                format!("unix sockets: none (the own-sockets policy could not start: {why})"),
+            ),
+        }
+    }
+
+    /// The `SRT_DEBUG` line: what the policy decided.
+    pub fn note(&self) -> String {
+        let mut note = format!(
+            "unix sockets: own (stream and seqpacket; a connect reaches only a socket this run \
+             bound{}): {} connect(s) to the run's sockets made, {} to named ones, {} refused",
+            if self.named_notes.is_empty() {
+                String::new()
+            } else {
+                format!(", or one named: {}", self.named_notes.join(", "))
+            },
+            self.allowed,
+            self.to_named,
+            self.refused
+        );
+        for r in &self.refusals {
+            note.push_str(&format!(
+                "; refused: {} (pid {}) to {}",
+                r.comm, r.pid, r.target
+            ));
+        }
+        note
+    }
+
+    /// The handle the policy needs, taken before init mounts its `/proc`;
+    /// the rest comes at the first call that needs it (a run that makes
+    /// no connect pays for no more: each system call costs a few
+    /// microseconds here).
+    fn open(named: &[PathBuf]) -> Result<Sockets, String> {
+        // pidfd_getfd (Linux 5.6), which every connect needs: EBADF for
+        // no pidfd where the kernel has it, ENOSYS where it has not.
+        if sys::pidfd_getfd_probe() == Errno::ENOSYS {
+            return Err("pidfd_getfd: this kernel has none (Linux 5.6)".into());
+        }
+        let proc_dir = sys::open_at(
+            libc::AT_FDCWD,
+            c"/proc",
+            libc::O_PATH | libc::O_DIRECTORY,
+            0,
+        )
+        .map(sys::owned)
+        .map_err(|e| format!("/proc: {}", e.desc()))?;
+        let (connect_nr, bind_nr) = rules::connect_bind(filter::ARCH);
+        let mut allowed_named = Vec::new();
+        let mut named_notes = Vec::new();
+        for path in named {
+            match std::fs::metadata(path) {
+                Ok(m) if m.file_type().is_socket() => {
+                    named_notes.push(format!("{} (a socket)", path.display()));
+                    allowed_named.push(Named {
+                        path: path.clone(),
+                        dev: m.dev(),
+                        ino: m.ino(),
+                    });
+                }
+                Ok(_) => {
+                    named_notes.push(format!("{} (not a socket: not allowed)", path.display()))
+                }
+                Err(e) => named_notes.push(format!(
+                    "{} ({}: not allowed)",
+                    path.display(),
+                    crate::error::strerror(&e)
+                )),
+            }
+        }
+        Ok(Sockets {
+            named: allowed_named,
+            named_notes,
+            proc_dir,
+            in_proc: false,
+            diag: None,
+            connect_nr: connect_nr as i32,
+            bind_nr: bind_nr as i32,
+            bound: Vec::new(),
+            pending: Vec::new(),
+            allowed: 0,
+            refused: 0,
+            refusals: Vec::new(),
+            to_named: 0,
+        })
+    }
+
+    /// Whether the socket file `st` describes is one the user named, and
+    /// its path still leads there.
+    pub(super) fn is_named(&self, st: &libc::stat) -> bool {
+        self.named.iter().any(|n| {
+            n.dev == st.st_dev
+                && n.ino == st.st_ino
+                && std::fs::metadata(&n.path).is_ok_and(|m| m.dev() == n.dev && m.ino() == n.ino)
+        })
+    }
+
+    /// NETLINK_SOCK_DIAG, opened at its first use.
+    pub(super) fn diag(&mut self) -> Option<BorrowedFd<'_>> {
+        if self.diag.is_none() {
+            self.diag = socket(
+                AddressFamily::Netlink,
+                SockType::Datagram,
+                SockFlag::SOCK_CLOEXEC,
+                SockProtocol::NetlinkSockDiag,
+            )
+            .ok();
+        }
+        self.diag.as_ref().map(|d| d.as_fd())
+    }
+}

@@ -1,0 +1,481 @@
+//! The own-sockets policy (issue 43): a command reaches the Unix sockets
+//! its run bound, and no other. The helper runs on the host and under
+//! bubblewrap with srt's options (a writable folder bound in), both ways
+//! in, as root and as uid 65534, against servers the test starts outside;
+//! then the real srt 0.0.83 CLI with the tools that need such sockets,
+//! and `APPLY_SECCOMP_UNIX=deny`, under which they fail.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::threats::{WAYS, Way};
+use common::{Place, User, fixture, matrix, stderr, stdout, uid_of, which};
+
+/// A server outside every sandbox at `path` (mode 0777), answering
+/// `outside` to each connection, until dropped.
+struct Outside(Child);
+
+impl Outside {
+    fn at(path: &str) -> Outside {
+        let child = Command::new("python3")
+            .arg("-c")
+            .arg(
+                "import socket,sys,os\n\
+                 s=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM)\n\
+                 s.bind(sys.argv[1].replace('@','\\0',1) if sys.argv[1][0]=='@' else sys.argv[1])\n\
+                 os.path.exists(sys.argv[1]) and os.chmod(sys.argv[1],0o777)\n\
+                 s.listen(64)\n\
+                 print('ready',flush=True)\n\
+                 while True:\n  c,_=s.accept(); c.sendall(b'outside'); c.close()\n",
+            )
+            .arg(path)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut me = Outside(child);
+        let mut line = String::new();
+        use std::io::BufRead;
+        std::io::BufReader::new(me.0.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "ready\n", "the outside server at {path}");
+        me
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn python() -> bool {
+    which("python3").is_some() || common::skip("python3 is not installed")
+}
+
+/// A folder every user may write, for the probe's sockets.
+fn shared(tag: &str) -> PathBuf {
+    let dir = common::fresh_folder(tag);
+    common::install(
+        Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/probe/unix_sockets.py"
+        )),
+        &dir.join("probe.py"),
+        0o644,
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    dir
+}
+
+/// The helper on `args` at `place` as `user`, with `dir` writable (bound
+/// in under bubblewrap).
+fn under_helper(place: Place, user: User, dir: &str, args: &[String]) -> Command {
+    let mut cmd = match place {
+        Place::Host => Command::new(&fixture().helper),
+        Place::Bwrap => {
+            let mut c = Command::new(which("bwrap").unwrap());
+            c.args(common::BWRAP_OPTIONS).args(["--bind", dir, dir]);
+            if user == User::Root {
+                c.args(["--cap-add", "CAP_SETFCAP"]);
+            }
+            c.arg("--").arg(&fixture().helper);
+            c
+        }
+    };
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .current_dir("/")
+        .stdin(Stdio::null());
+    if let Some(u) = uid_of(user) {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(u).gid(u);
+    }
+    cmd
+}
+
+/// The probe under the helper at `place`, with `dir` writable.
+fn probe(way: Way, place: Place, user: User, dir: &Path, env: &[(&str, &str)]) -> Output {
+    let d = dir.display().to_string();
+    let args = way.args(&[
+        "python3".to_string(),
+        format!("{d}/probe.py"),
+        d.clone(),
+        format!("{d}/outside.sock"),
+        format!("outside-{}", std::process::id()),
+    ]);
+    let mut cmd = under_helper(place, user, &d, &args);
+    cmd.env("SRT_DEBUG", "1").env("FLIPS", "1000");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The probe's own server at again.sock closed and removed: an outside
+    // one takes the path.
+    let ready = dir.join("again.ready");
+    let start = Instant::now();
+    let mut again = None;
+    while start.elapsed() < Duration::from_secs(60) {
+        if ready.exists() {
+            again = Some(Outside::at(&dir.join("again.sock").display().to_string()));
+            std::fs::write(dir.join("again.go"), "").unwrap();
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    drop(again);
+    out
+}
+
+fn results(out: &Output) -> BTreeMap<String, String> {
+    stdout(out)
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_command_reaches_the_sockets_its_run_bound_and_no_other() {
+    if !python() {
+        return;
+    }
+    for way in WAYS {
+        for (place, user) in matrix() {
+            let case = format!("{way:?} {place:?} {user:?}");
+            let dir = shared(&format!("unix-{way:?}-{place:?}-{user:?}"));
+            let d = dir.display().to_string();
+            let _outside = Outside::at(&format!("{d}/outside.sock"));
+            let _flip = Outside::at(&format!("{d}/f2.sock"));
+            let _abstract = Outside::at(&format!("@outside-{}", std::process::id()));
+            std::os::unix::fs::symlink(dir.join("outside.sock"), dir.join("link.sock")).unwrap();
+            std::fs::hard_link(dir.join("outside.sock"), dir.join("hard.sock")).unwrap();
+            let out = probe(way, place, user, &dir, &[]);
+            let got = results(&out);
+            let ctx = format!("{case}:\n{}{}", stdout(&out), stderr(&out));
+            assert_eq!(out.status.code(), Some(0), "{ctx}");
+            for (what, want) in [
+                ("own path", "own"),
+                ("own relative", "own"),
+                ("own abstract", "own"),
+                ("own from a thread", "own"),
+                ("full, non-blocking", "EAGAIN"),
+                ("full, blocking", "ok ok ok ok"),
+                ("again, ours", "own"),
+                ("outside path", "ECONNREFUSED"),
+                ("outside symlink", "ECONNREFUSED"),
+                ("outside hard link", "ECONNREFUSED"),
+                ("outside abstract", "ECONNREFUSED"),
+                ("outside through /proc/self/fd", "ECONNREFUSED"),
+                ("outside through /proc/PID/fd", "ECONNREFUSED"),
+                ("again, outside at the same path", "ECONNREFUSED"),
+                ("missing", "ENOENT"),
+                ("tcp", "ECONNREFUSED"),
+                ("socket dgram", "EPERM"),
+                ("socket stream", "made"),
+            ] {
+                assert_eq!(
+                    got.get(what).map(String::as_str),
+                    Some(want),
+                    "{what}: {ctx}"
+                );
+            }
+            // Every connect decided on the bytes copied once: some reached
+            // ours, none the outside server.
+            let flips = &got["rewritten address"];
+            assert!(flips.contains("own="), "{ctx}");
+            assert!(!flips.contains("outside"), "{ctx}");
+            assert!(
+                stderr(&out).contains("apply-seccomp: unix sockets: own ("),
+                "{ctx}"
+            );
+            assert!(
+                stderr(&out).contains(" refused; refused: python3 (pid "),
+                "{ctx}"
+            );
+
+            // Upstream's policy: no AF_UNIX socket at all.
+            let dir = shared(&format!("unix-deny-{way:?}-{place:?}-{user:?}"));
+            let out = probe(way, place, user, &dir, &[("APPLY_SECCOMP_UNIX", "deny")]);
+            let ctx = format!("{case} deny:\n{}{}", stdout(&out), stderr(&out));
+            assert_ne!(out.status.code(), Some(0), "{ctx}");
+            assert!(stderr(&out).contains("PermissionError: [Errno 1]"), "{ctx}");
+            assert!(
+                stderr(&out)
+                    .contains("apply-seccomp: unix sockets: none (APPLY_SECCOMP_UNIX=deny)"),
+                "{ctx}"
+            );
+        }
+    }
+}
+
+#[test]
+fn another_sandboxs_socket_is_refused() {
+    if !python() {
+        return;
+    }
+    for (place, user) in matrix() {
+        let dir = shared(&format!("unix-other-{place:?}-{user:?}"));
+        let d = dir.display().to_string();
+        let server = format!(
+            "import socket,time\ns=socket.socket(socket.AF_UNIX)\ns.bind('{d}/a.sock')\n\
+             s.listen(4)\nopen('{d}/a.ready','w').close()\ntime.sleep(20)"
+        );
+        let py = |code: &str| vec!["python3".to_string(), "-c".to_string(), code.to_string()];
+        let mut first = under_helper(place, user, &d, &py(&server)).spawn().unwrap();
+        let start = Instant::now();
+        while !dir.join("a.ready").exists() && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let client = format!(
+            "import socket,errno\nc=socket.socket(socket.AF_UNIX)\ntry:\n c.connect('{d}/a.sock'); print('connected')\n\
+             except OSError as e: print(errno.errorcode[e.errno])"
+        );
+        let mut second = under_helper(place, user, &d, &py(&client));
+        let out = second.output().unwrap();
+        let _ = first.kill();
+        let _ = first.wait();
+        assert_eq!(
+            stdout(&out),
+            "ECONNREFUSED\n",
+            "{place:?} {user:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+/// The tools that need their own Unix sockets (issue 43's table), each
+/// through the real srt CLI as root and as uid 65534: each works, and
+/// fails under `APPLY_SECCOMP_UNIX=deny`, so the test can fail.
+#[test]
+fn tools_that_talk_to_themselves_work_through_srt() {
+    if !python() || common::srt_package().is_none() {
+        return;
+    }
+    if which("bwrap").is_none() {
+        common::skip("bubblewrap is not installed");
+        return;
+    }
+    // (tool, program it needs, script, what it prints when it worked).
+    // `T` is a short folder of the project's (a socket path holds at most
+    // 107 bytes, and the test's folders are long); srt leaves /tmp
+    // read-only.
+    let tools: [(&str, &str, &str, &str); 7] = [
+        (
+            "multiprocessing.Manager",
+            "python3",
+            "TMPDIR=T python3 -c 'import multiprocessing as m\nif __name__==\"__main__\":\n with m.Manager() as g:\n  d=g.dict(); d[1]=2; print(\"manager\", d[1])'",
+            "manager 2\n",
+        ),
+        (
+            "a Python server and client",
+            "python3",
+            "python3 -c 'import socket,threading\ns=socket.socket(socket.AF_UNIX); s.bind(\"./py.sock\"); s.listen(1)\nthreading.Thread(target=lambda: s.accept()[0].sendall(b\"hi\")).start()\nc=socket.socket(socket.AF_UNIX); c.connect(\"./py.sock\"); print(\"python\", c.recv(2).decode())'; rm -f py.sock",
+            "python hi\n",
+        ),
+        (
+            "a Node server and client",
+            "node",
+            "node -e 'const n=require(\"net\"); const s=n.createServer(c=>{c.end(\"hi\"); s.close()}).listen(\"./node.sock\", ()=>n.connect(\"./node.sock\").on(\"data\", d=>console.log(\"node\", String(d))))'",
+            "node hi\n",
+        ),
+        (
+            "tmux",
+            "tmux",
+            "export SHELL=/bin/sh; tmux -S ./tm.sock new-session -d 'sleep 5' && tmux -S ./tm.sock ls >/dev/null && echo tmux ok; tmux -S ./tm.sock kill-server 2>/dev/null; true",
+            "tmux ok\n",
+        ),
+        (
+            "gpg --quick-gen-key",
+            "gpg",
+            "export GNUPGHOME=$PWD/g; rm -rf g; mkdir -m 700 g; gpg --batch --passphrase '' --quick-gen-key t@example.com && gpg --list-keys t@example.com >/dev/null && echo gpg ok; gpgconf --kill gpg-agent; true",
+            "gpg ok\n",
+        ),
+        (
+            "dbus-run-session",
+            "dbus-run-session",
+            "sed 's|<listen>.*</listen>|<listen>unix:dir=T</listen>|' /usr/share/dbus-1/session.conf > d.conf && dbus-run-session --config-file=d.conf -- dbus-send --session --dest=org.freedesktop.DBus --print-reply /org/freedesktop/DBus org.freedesktop.DBus.ListNames >/dev/null && echo dbus ok",
+            "dbus ok\n",
+        ),
+        (
+            "headless Chromium",
+            "chromium",
+            "TMPDIR=T chromium --headless --no-sandbox --disable-gpu --user-data-dir=$PWD/c --dump-dom 'data:text/html,<p>hi-chromium</p>' 2>/dev/null; rm -rf c",
+            "<p>hi-chromium</p>",
+        ),
+    ];
+    for user in common::users() {
+        let dir = common::srt_cli::project(user, "unix-tools");
+        let settings = dir.join("settings.json");
+        std::fs::write(
+            &settings,
+            format!(
+                r#"{{"network":{{"allowedDomains":[],"deniedDomains":[]}},
+                "filesystem":{{"denyRead":[],"allowWrite":["."],"denyWrite":[]}},
+                "seccomp":{{"applyPath":"{}"}}}}"#,
+                fixture().helper.display()
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir(dir.join("t")).unwrap();
+        if let Some(u) = uid_of(user) {
+            std::os::unix::fs::chown(dir.join("t"), Some(u), Some(u)).unwrap();
+        }
+        let short = PathBuf::from(format!("/tmp/asu-{}-{user:?}", std::process::id()));
+        let _ = std::fs::remove_file(&short);
+        std::os::unix::fs::symlink(dir.join("t"), &short).unwrap();
+        for (tool, program, script, worked) in tools {
+            if which(program).is_none() {
+                common::skip(&format!("{program} is not installed: {tool} is left out"));
+                continue;
+            }
+            let script = script.replace("=T", &format!("={}", short.display()));
+            for deny in [false, true] {
+                let mut cmd = common::srt_cli::srt(user, &dir, &settings, &script);
+                cmd.env("SRT_DEBUG", "1");
+                if deny {
+                    cmd.env("APPLY_SECCOMP_UNIX", "deny");
+                }
+                let out = cmd.output().unwrap();
+                let ctx = format!(
+                    "{tool}, {user:?}, deny={deny}:\n{}{}",
+                    stdout(&out),
+                    stderr(&out)
+                );
+                assert!(
+                    stderr(&out).contains("apply-seccomp: entry: "),
+                    "not this helper: {ctx}"
+                );
+                assert_eq!(stdout(&out).contains(worked), !deny, "{ctx}");
+            }
+        }
+        let _ = std::fs::remove_file(&short);
+    }
+}
+
+/// A host socket the user names (`APPLY_SECCOMP_ALLOW_UNIX`): an
+/// ssh-agent started for the test is reached (`ssh-add -l` answers), only
+/// while the named path still leads to it, and nothing else is; the
+/// variable does not reach the command; the doctor lists it as reached.
+#[test]
+fn a_named_host_socket_is_reached_and_nothing_else() {
+    if !python() {
+        return;
+    }
+    if which("ssh-agent").is_none() {
+        common::skip("ssh-agent is not installed (openssh-client)");
+        return;
+    }
+    for (place, user) in matrix() {
+        let dir = shared(&format!("unix-named-{place:?}-{user:?}"));
+        let d = dir.display().to_string();
+        let agent_path = format!("{d}/agent.sock");
+        let mut agent = Command::new("ssh-agent");
+        agent.args(["-D", "-a", &agent_path]).stdout(Stdio::null());
+        if let Some(u) = uid_of(user) {
+            use std::os::unix::process::CommandExt;
+            agent.uid(u).gid(u);
+        }
+        let mut agent = agent.spawn().unwrap();
+        let start = Instant::now();
+        while !Path::new(&agent_path).exists() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _other = Outside::at(&format!("{d}/other.sock"));
+        let script = format!(
+            "SSH_AUTH_SOCK={d}/agent.sock ssh-add -l; echo named=$?; \
+             python3 -c 'import socket,errno,sys\n\
+             for p in sys.argv[1:]:\n\
+             \x20c=socket.socket(socket.AF_UNIX)\n\
+             \x20try: c.connect(p); print(p, \"ok\")\n\
+             \x20except OSError as e: print(p, errno.errorcode[e.errno])' {d}/other.sock; \
+             echo variable=$(env | grep -c APPLY_SECCOMP_ALLOW_UNIX); \
+             mv {d}/agent.sock {d}/moved.sock && SSH_AUTH_SOCK={d}/moved.sock ssh-add -l; echo moved=$?"
+        );
+        let run = |named: bool| {
+            let mut cmd = under_helper(
+                place,
+                user,
+                &d,
+                &["/bin/sh".into(), "-c".into(), script.clone()],
+            );
+            if named {
+                cmd.env("APPLY_SECCOMP_ALLOW_UNIX", &agent_path);
+            }
+            let out = cmd.env("SRT_DEBUG", "1").output().unwrap();
+            // The agent's socket back where it was, for the next run.
+            let _ = std::fs::rename(dir.join("moved.sock"), dir.join("agent.sock"));
+            out
+        };
+        let case = format!("{place:?} {user:?}");
+        let out = run(true);
+        let text = stdout(&out);
+        let ctx = format!("{case} named:\n{text}{}", stderr(&out));
+        // 1: the agent answered, with no identities; 2: no agent reached.
+        assert!(text.contains("named=1\n"), "{ctx}");
+        assert!(
+            text.contains(&format!("{d}/other.sock ECONNREFUSED\n")),
+            "{ctx}"
+        );
+        assert!(text.contains("variable=0\n"), "{ctx}");
+        assert!(text.contains("moved=2\n"), "{ctx}");
+        assert!(
+            stderr(&out).contains(", 1 to named ones, 2 refused"),
+            "{ctx}"
+        );
+        let out = run(false);
+        let text = stdout(&out);
+        assert!(
+            text.contains("named=2\n"),
+            "{case} not named:\n{text}{}",
+            stderr(&out)
+        );
+
+        if place == Place::Host && which("bwrap").is_some() {
+            let mut doctor = Command::new(&fixture().helper);
+            doctor
+                .args(["--doctor", "--json"])
+                .env("APPLY_SECCOMP_ALLOW_UNIX", &agent_path)
+                .stdin(Stdio::null());
+            if let Some(u) = uid_of(user) {
+                use std::os::unix::process::CommandExt;
+                doctor.uid(u).gid(u).env("HOME", &d);
+            }
+            let out = doctor.output().unwrap();
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+            let check = report["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == "unix sockets")
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(check["status"], "ok", "{case}: {check}");
+            assert!(
+                check["found"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(&format!("{agent_path} (a socket, reached from a sandbox)")),
+                "{case}: {check}"
+            );
+        }
+        let _ = agent.kill();
+        let _ = agent.wait();
+    }
+}
