@@ -34,9 +34,11 @@ use common::{BWRAP_OPTIONS, NOBODY, Place, User, fixture, is_root, which};
 // the same three calls for /proc/1/cmdline (-1), and bubblewrap's the
 // readlinkat alone (+2).
 // init starts the worker before its mounts and opens a gate after them
-// (sys::Gate): init's futex wake (+1), and the worker's futex wait when it
-// gets there first (+1 at most; 0 when init was quicker), so the worker's
-// filters are made while init mounts. The worker's clone is counted in
+// (sys::Gate): init's futex wake (+1), so the worker's filters are made
+// while init mounts. The worker's futex wait, made only when it gets there
+// before init turns the key, is a matter of scheduling and is not counted
+// (calls_before_exec): CI's machine made it in every one of three runs,
+// 8 calls where 7 are written (the CI run after b076a5e). The worker's clone is counted in
 // init as before (a clone without CLONE_VFORK now).
 // init starts on the stub's CPU (supervise/mod.rs): the stub reads its
 // CPUs and keeps itself on the one it runs on around init's clone (the CPU
@@ -55,7 +57,7 @@ use common::{BWRAP_OPTIONS, NOBODY, Place, User, fixture, is_root, which};
 // or a bind.
 const LIMITS: &[(&str, &[usize])] = &[
     ("host root", &[37, 15, 7]),
-    ("host uid 65534", &[51, 18, 8]),
+    ("host uid 65534", &[51, 18, 7]),
     // The ruleset's folders are listed through their own descriptors
     // (capfree.rs): no fcntl after each folder's open, which musl's
     // opendir made (-1 per folder listed: -4 here, four folders on the way
@@ -84,8 +86,8 @@ const LIMITS: &[(&str, &[usize])] = &[
     // (-7). The `mountinfo` polled is bubblewrap's mount namespace's,
     // opened before the helper's own (guard/pid1.rs), so init's mounts
     // wake no check: the stub's poll never wakes in this run (-2).
-    // The stub yields once after its key, as it did after its byte: the
-    // worker often shares its CPU and waits for that key (+1).
+    // The stub yields once after its key, as it did after its byte (the
+    // worker often shares its CPU; its wait for the key is not counted).
     // init's end (sys::end_all_others) asks first whether it has a child
     // left (wait4, WNOHANG): with none, the namespace holds no other
     // process, and there is no kill(-1) nor the blocking wait4 (-1).
@@ -101,8 +103,8 @@ const LIMITS: &[(&str, &[usize])] = &[
     // The capability-free worker starts before the mount guard's start and
     // check, in the stub's memory (sys::spawn_shared, no CLONE_VFORK), and
     // makes its filters meanwhile; it execs once the stub's key of the
-    // gate is turned: the stub's futex wake and its yield after it (+2),
-    // the worker's futex wait when it gets there first (+1 at most).
+    // gate is turned: the stub's futex wake and its yield after it (+2;
+    // the worker's futex wait, when it gets there first, is not counted).
     ("bwrap uid 65534, capability-free", &[71, 2, 12]),
 ];
 
@@ -197,6 +199,13 @@ fn calls_before_exec(trace: &str, is_stub: bool) -> usize {
             .iter()
             .any(|c| line.starts_with(c))
         {
+            continue;
+        }
+        // The worker's wait at its gate (sys::Gate) is made only when it
+        // gets there before the key is turned: how the two processes were
+        // scheduled, not a call of the path. On a machine with few CPUs
+        // every run can make it; it is left out of every count.
+        if line.starts_with("futex(") && line.contains("FUTEX_WAIT") {
             continue;
         }
         n += 1;
