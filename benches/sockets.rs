@@ -80,21 +80,24 @@ fn rounds(cands: &[Cand], n: usize, mut measure: impl FnMut(&Cand) -> f64) -> Ve
     t
 }
 
-fn wrap(argv: Vec<String>, in_bwrap: bool) -> Vec<String> {
+fn wrap(argv: Vec<String>, in_bwrap: bool, sockets: &Path) -> Vec<String> {
     if !in_bwrap {
         return argv;
     }
     let mut v = vec![which("bwrap").unwrap().to_string_lossy().into_owned()];
     v.extend(BWRAP_OPTIONS.iter().map(|s| s.to_string()));
-    // A writable /tmp for the connect loop's socket (srt binds the
-    // project folder; the rest is read-only).
-    v.extend(["--tmpfs".to_string(), "/tmp".to_string()]);
+    // The connect loop's socket folder writable, as srt binds the project
+    // folder (the rest is read-only; a tmpfs on /tmp would hide the
+    // binaries, which are under it).
+    let f = sockets.to_string_lossy().into_owned();
+    v.extend(["--bind".to_string(), f.clone(), f]);
     v.push("--".into());
     v.extend(argv);
     v
 }
 
-/// The connect loop: `unix` or `tcp`, 1,000 connects; prints ns per one.
+/// The connect loop: `unix FOLDER` or `tcp`, 1,000 connects; prints ns per
+/// one.
 const LOOP_C: &str = r#"
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -111,7 +114,8 @@ int main(int argc, char **argv) {
   int l = socket(unix_ ? AF_UNIX : AF_INET, SOCK_STREAM, 0);
   if (l < 0) return perror("socket"), 1;
   if (unix_) {
-    snprintf(un.sun_path, sizeof un.sun_path, "/tmp/connect-loop-%d.sock", getpid());
+    if (argc < 3) return fputs("unix FOLDER\n", stderr), 1;
+    snprintf(un.sun_path, sizeof un.sun_path, "%s/connect-loop-%d.sock", argv[2], getpid());
     unlink(un.sun_path); a = (struct sockaddr *)&un; len = sizeof un;
   } else {
     in.sin_addr.s_addr = htonl(INADDR_LOOPBACK); a = (struct sockaddr *)&in; len = sizeof in;
@@ -154,6 +158,10 @@ fn main() {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Where the Unix connect loop binds, writable by the uid it runs as.
+    let sockets = dir.join("sockets");
+    std::fs::create_dir_all(&sockets).unwrap();
+    std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let ok = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
         .args(["build", "--release", "--quiet"])
         .current_dir(root)
@@ -199,24 +207,24 @@ fn main() {
         let mut cands = vec![
             Cand {
                 name: "true",
-                argv: wrap(vec!["/bin/true".into()], *in_bwrap),
+                argv: wrap(vec!["/bin/true".into()], *in_bwrap, &sockets),
                 env: vec![],
             },
             Cand {
                 name: "own",
-                argv: wrap(vec![s(&ours), "/bin/true".into()], *in_bwrap),
+                argv: wrap(vec![s(&ours), "/bin/true".into()], *in_bwrap, &sockets),
                 env: vec![],
             },
             Cand {
                 name: "deny",
-                argv: wrap(vec![s(&ours), "/bin/true".into()], *in_bwrap),
+                argv: wrap(vec![s(&ours), "/bin/true".into()], *in_bwrap, &sockets),
                 env: vec![("APPLY_SECCOMP_UNIX", "deny")],
             },
         ];
         if let Some(b) = &before {
             cands.push(Cand {
                 name: "before",
-                argv: wrap(vec![s(b), "/bin/true".into()], *in_bwrap),
+                argv: wrap(vec![s(b), "/bin/true".into()], *in_bwrap, &sockets),
                 env: vec![],
             });
         }
@@ -245,19 +253,27 @@ fn main() {
                 let mut cands = vec![
                     Cand {
                         name: "bare",
-                        argv: wrap(vec![s(lp), kind.into()], *in_bwrap),
+                        argv: wrap(vec![s(lp), kind.into(), s(&sockets)], *in_bwrap, &sockets),
                         env: vec![],
                     },
                     Cand {
                         name: "own",
-                        argv: wrap(vec![s(&ours), s(lp), kind.into()], *in_bwrap),
+                        argv: wrap(
+                            vec![s(&ours), s(lp), kind.into(), s(&sockets)],
+                            *in_bwrap,
+                            &sockets,
+                        ),
                         env: vec![],
                     },
                 ];
                 if kind == "tcp" {
                     cands.push(Cand {
                         name: "deny",
-                        argv: wrap(vec![s(&ours), s(lp), kind.into()], *in_bwrap),
+                        argv: wrap(
+                            vec![s(&ours), s(lp), kind.into(), s(&sockets)],
+                            *in_bwrap,
+                            &sockets,
+                        ),
                         env: vec![("APPLY_SECCOMP_UNIX", "deny")],
                     });
                 }

@@ -42,6 +42,9 @@ mod diag;
 mod start;
 mod wait;
 
+pub use diag::open_unix_diag;
+pub use start::DIAG_MISSING;
+
 use diag::diag_one;
 pub use wait::Pending;
 use wait::{Made, Wait, connect_now, later};
@@ -97,11 +100,16 @@ pub struct Sockets {
     pub to_named: u64,
     /// `/proc` as the caller sees it, opened before init mounts its own.
     proc_dir: OwnedFd,
+    /// The pidfd of the last thread whose descriptor was taken, with its
+    /// number (see `take`).
+    last: Option<(libc::pid_t, OwnedFd)>,
     /// The stub works in `proc_dir` (from its first connect through it):
     /// it opens no other relative path.
     in_proc: bool,
     /// NETLINK_SOCK_DIAG, in the run's network namespace.
     diag: Option<OwnedFd>,
+    /// sock_diag was asked and sees no Unix socket (diag.rs).
+    diag_missing: bool,
     connect_nr: i32,
     bind_nr: i32,
     bound: Vec<Bound>,
@@ -146,26 +154,46 @@ impl Sockets {
 
     /// The process's descriptor `fd`, while its call still waits (so the
     /// pid was not reused).
+    ///
+    /// The last thread's pidfd is kept: while the thread it names lives,
+    /// it holds its number, so a notification from that number is its own
+    /// and the descriptor is taken at once (a loop of connects saves
+    /// `pidfd_open`, the validity check and the close each time). Once
+    /// that thread is reaped its number may name another: `ESRCH`, and the
+    /// pidfd is opened anew and checked.
     fn take(
-        &self,
+        &mut self,
         listener: BorrowedFd<'_>,
         notif: &libc::seccomp_notif,
         fd: u64,
     ) -> Result<OwnedFd, Errno> {
-        let pidfd = self.pidfd_of(notif.pid as libc::pid_t)?;
+        let tid = notif.pid as libc::pid_t;
+        let fd = fd as u32 as i32;
+        if let Some((_, pidfd)) = self.last.as_ref().filter(|(t, _)| *t == tid) {
+            match sys::pidfd_getfd(pidfd.as_fd(), fd) {
+                Err(Errno::ESRCH) => self.last = None,
+                other => return other,
+            }
+        }
+        let (pidfd, thread) = self.pidfd_of(tid)?;
         if !sys::notif_id_valid(listener, notif.id) {
             return Err(Errno::ESRCH);
         }
-        sys::pidfd_getfd(pidfd.as_fd(), fd as u32 as i32)
+        let got = sys::pidfd_getfd(pidfd.as_fd(), fd);
+        if thread {
+            self.last = Some((tid, pidfd));
+        }
+        got
     }
 
     /// A pidfd of the thread `tid` reports (a thread of the process on
-    /// Linux 6.9, `PIDFD_THREAD`; before, its thread group's leader, read
-    /// from `/proc/TID/status`): its descriptors are the process's.
-    fn pidfd_of(&self, tid: libc::pid_t) -> Result<OwnedFd, Errno> {
+    /// Linux 6.9, `PIDFD_THREAD`: `true` with it; before, its thread
+    /// group's leader, read from `/proc/TID/status`): its descriptors are
+    /// the process's.
+    fn pidfd_of(&self, tid: libc::pid_t) -> Result<(OwnedFd, bool), Errno> {
         match sys::pidfd_open_thread(tid) {
             Err(Errno::EINVAL) => {}
-            other => return other,
+            other => return other.map(|p| (p, true)),
         }
         let name = std::ffi::CString::new(format!("{tid}/status")).map_err(|_| Errno::EINVAL)?;
         let status = sys::read_file_at(self.proc_dir.as_raw_fd(), &name)?;
@@ -174,7 +202,7 @@ impl Sockets {
             .find_map(|l| l.strip_prefix("Tgid:"))
             .and_then(|v| v.trim().parse().ok())
             .ok_or(Errno::ESRCH)?;
-        sys::pidfd_open(tgid)
+        sys::pidfd_open(tgid).map(|p| (p, false))
     }
 
     /// A bind of an unnamed `AF_UNIX` socket: the socket is noted.
@@ -390,6 +418,14 @@ pub fn notified(
     let Ok(notif) = sys::notif_recv(listener) else {
         return;
     };
+    // At the first notification (a run that makes none pays nothing): the
+    // round trips from here on, this one's answer included, stay on one
+    // CPU (sys::notif_sync_wake). The stub is single-threaded and serves
+    // one listener.
+    static SYNC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SYNC.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        sys::notif_sync_wake(listener);
+    }
     if let Some(s) = sockets {
         if let After::Done = s.handle(listener, &notif) {
             return;

@@ -129,11 +129,23 @@ fn multicall_command_lines_run_our_helper_instead_of_the_embedded_one() {
     let Some(probe) = fixture().probe() else {
         return;
     };
-    let script = format!(
-        "grep -E '^Seccomp_filters:' /proc/self/status; {} unix-stream unix-dgram inet",
-        probe.display()
-    );
     for uid in users() {
+        // A listener outside the sandbox, in the folder the line makes
+        // writable: the command must not reach it.
+        let outside = work(uid).join("outside.sock");
+        let _ = std::fs::remove_file(&outside);
+        let _listener = std::os::unix::net::UnixListener::bind(&outside).unwrap();
+        std::fs::set_permissions(
+            &outside,
+            std::os::unix::fs::PermissionsExt::from_mode(0o777),
+        )
+        .unwrap();
+        let script = format!(
+            "grep -E '^Seccomp_filters:' /proc/self/status; {} unix-stream unix-dgram inet \
+             own-unix own-tcp connect-path:{}",
+            probe.display(),
+            outside.display()
+        );
         for network in [true, false] {
             for nested in [false, true] {
                 let what = format!("uid {uid:?}, network {network}, nested {nested}");
@@ -172,6 +184,9 @@ fn multicall_command_lines_run_our_helper_instead_of_the_embedded_one() {
                 assert_eq!(got["unix-stream"], "ok", "{what}");
                 assert_eq!(got["unix-dgram"], "errno:EPERM", "{what}");
                 assert_eq!(got["inet"], "ok", "{what}");
+                assert_eq!(got["own-unix"], "ok", "{what}");
+                assert_eq!(got["own-tcp"], "ok", "{what}");
+                assert_eq!(got["connect-path"], "errno:ECONNREFUSED", "{what}");
             }
         }
     }

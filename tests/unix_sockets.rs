@@ -186,6 +186,8 @@ fn a_command_reaches_the_sockets_its_run_bound_and_no_other() {
                 ("again, outside at the same path", "ECONNREFUSED"),
                 ("missing", "ENOENT"),
                 ("tcp", "ECONNREFUSED"),
+                ("tcp own", "connected"),
+                ("tcp own, non-blocking", "EINPROGRESS connected"),
                 ("socket dgram", "EPERM"),
                 ("socket stream", "made"),
             ] {

@@ -310,7 +310,12 @@ fn add_helper_cases(s: &mut Script, phase: &str) {
             "with-abstract".into(),
             format!("vm-{tag}"),
         ];
-        abstract_case.extend(in_helper(&[PROBE, &format!("abstract-connect:vm-{tag}")]));
+        abstract_case.extend(in_helper(&[
+            PROBE,
+            &format!("abstract-connect:vm-{tag}"),
+            "own-unix",
+            "own-tcp",
+        ]));
         s.case(&format!("{tag}-abstract"), who, &[], &abstract_case);
         s.case(
             &format!("{tag}-abstract-deny"),
@@ -515,6 +520,20 @@ fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
                     "{}",
                     ctx(name)
                 );
+            }
+            // A listener of the command's own, reached through the stub
+            // (an abstract name; TCP), and under upstream's policy no
+            // AF_UNIX socket at all.
+            for (name, unix) in [("abstract", "ok"), ("abstract-deny", "errno:EPERM")] {
+                let got = probe_results(&case(name).stdout);
+                for (check, want) in [("own-unix", unix), ("own-tcp", "ok")] {
+                    assert_eq!(
+                        got.get(check).map(String::as_str),
+                        Some(want),
+                        "{check}: {}",
+                        ctx(name)
+                    );
+                }
             }
 
             // What the command sees of itself.
@@ -927,6 +946,28 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                 &[("SRT_ALLOW_NESTED_USERNS", "1")],
                 &in_helper(&filters),
             );
+            // The own-sockets policy's stub on aarch64 (its raw pidfd,
+            // notification and connect calls): a listener of the command's
+            // own reached (abstract, TCP); an abstract name bound outside
+            // the run refused; under upstream's policy no AF_UNIX socket.
+            let mut connect_case = vec![
+                PROBE.to_string(),
+                "with-abstract".into(),
+                format!("vm-{tag}"),
+            ];
+            connect_case.extend(in_helper(&[
+                PROBE,
+                &format!("abstract-connect:vm-{tag}"),
+                "own-unix",
+                "own-tcp",
+            ]));
+            s.case(&format!("{tag}-connect"), who, &[], &connect_case);
+            s.case(
+                &format!("{tag}-connect-deny"),
+                who,
+                &[("APPLY_SECCOMP_UNIX", "deny")],
+                &connect_case,
+            );
             s.case(
                 &format!("{tag}-status"),
                 who,
@@ -1028,6 +1069,28 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
     // stub's mountinfo): a placeholder removed while the command runs.
     s.line(GUARD_CASE);
     add_guard_case(&mut s, "aarch64");
+    // Without sock_diag's Unix part (the module unloaded) the policy
+    // cannot tell a run's sockets from others: every Unix connect is
+    // refused, and SRT_DEBUG and the doctor say why.
+    s.line("rmmod unix_diag");
+    s.case(
+        "nodiag",
+        Guest::Nobody,
+        &[("SRT_DEBUG", "1")],
+        &[
+            HELPER.to_string(),
+            PROBE.into(),
+            "own-unix".into(),
+            "own-tcp".into(),
+        ],
+    );
+    s.case(
+        "nodiag-doctor",
+        Guest::Nobody,
+        &[],
+        &[HELPER.to_string(), "--doctor".into(), "--json".into()],
+    );
+    s.line("insmod /vm-modules/unix_diag.ko");
     s.line("run kernel uname -rm");
     let Some(cases) = boot_guest(
         "aarch64",
@@ -1052,6 +1115,33 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             "{ctx}"
         );
     }
+    let nodiag = get(&cases, "nodiag");
+    let got = probe_results(&nodiag.stdout);
+    assert_eq!(nodiag.status, 0, "nodiag: {}", nodiag.all());
+    assert_eq!(
+        got.get("own-unix").map(String::as_str),
+        Some("errno:ECONNREFUSED"),
+        "nodiag: {}",
+        nodiag.all()
+    );
+    assert_eq!(
+        got.get("own-tcp").map(String::as_str),
+        Some("ok"),
+        "nodiag: {}",
+        nodiag.all()
+    );
+    assert!(
+        nodiag.stderr.contains("unix_diag module is not loaded"),
+        "nodiag: {}",
+        nodiag.all()
+    );
+    let (_, status, found, fix) = doctor_check(get(&cases, "nodiag-doctor"), "unix sockets");
+    assert_eq!(status, "warning", "nodiag-doctor: {found}");
+    assert!(
+        found.contains("unix_diag module is not loaded"),
+        "nodiag-doctor: {found}"
+    );
+    assert!(fix.contains("modprobe unix_diag"), "nodiag-doctor: {fix}");
     for place in places {
         for who in GUESTS {
             let tag = format!("{place}-{who:?}");
@@ -1071,6 +1161,24 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                     threats::Unix::Own,
                 );
                 assert!(wrong.is_empty(), "{}\n{}", ctx(name), wrong.join("\n"));
+            }
+
+            for (name, want) in [
+                ("connect", ["errno:ECONNREFUSED", "ok", "ok"]),
+                // Upstream's policy on the namespace way leaves the
+                // inherited socket alone (Linux 6.1: no Landlock scope).
+                ("connect-deny", ["ok", "errno:EPERM", "ok"]),
+            ] {
+                assert_eq!(case(name).status, 0, "{}", ctx(name));
+                let got = probe_results(&case(name).stdout);
+                for (check, want) in ["abstract-connect", "own-unix", "own-tcp"].iter().zip(want) {
+                    assert_eq!(
+                        got.get(*check).map(String::as_str),
+                        Some(want),
+                        "{check}: {}",
+                        ctx(name)
+                    );
+                }
             }
 
             // The doctor: seccomp's actions asked with the raw aarch64

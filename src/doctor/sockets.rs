@@ -30,6 +30,16 @@ pub fn check(binary: &Path) -> Check {
         "the own-sockets policy: a command's own AF_UNIX stream sockets work, a connect reaches \
          only a socket its run bound"
     };
+    // Every connect is decided with sock_diag: without its Unix part the
+    // policy refuses them all (fail closed), which the user should hear.
+    if !deny && crate::sockets::open_unix_diag().is_none() {
+        return Check::warn(
+            NAME,
+            format!("{policy}; but {}", crate::sockets::DIAG_MISSING),
+            "load it as root, now and at each boot: modprobe unix_diag && echo unix_diag > \
+             /etc/modules-load.d/apply-seccomp.conf",
+        );
+    }
     if named.is_empty() {
         return Check::ok(
             NAME,

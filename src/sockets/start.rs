@@ -7,11 +7,15 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::PathBuf;
 
 use nix::errno::Errno;
-use nix::sys::socket::{AddressFamily, SockFlag, SockProtocol, SockType, socket};
 
 use super::{Named, Sockets};
 use crate::filter::{self, rules};
 use crate::sys;
+
+/// What a run without sock_diag for Unix sockets cannot do (the
+/// `SRT_DEBUG` line, the doctor).
+pub const DIAG_MISSING: &str = "sock_diag cannot see Unix sockets here (Linux's unix_diag module \
+     is not loaded), so every connect to a Unix socket is refused, the run's own included";
 
 impl Sockets {
     /// The policy's state for a run (`own`: not `APPLY_SECCOMP_UNIX=deny`),
@@ -48,6 +52,9 @@ impl Sockets {
             self.to_named,
             self.refused
         );
+        if self.diag_missing {
+            note.push_str(&format!("; {DIAG_MISSING}"));
+        }
         for r in &self.refusals {
             note.push_str(&format!(
                 "; refused: {} (pid {}) to {}",
@@ -102,8 +109,10 @@ impl Sockets {
             named: allowed_named,
             named_notes,
             proc_dir,
+            last: None,
             in_proc: false,
             diag: None,
+            diag_missing: false,
             connect_nr: connect_nr as i32,
             bind_nr: bind_nr as i32,
             bound: Vec::new(),
@@ -125,16 +134,12 @@ impl Sockets {
         })
     }
 
-    /// NETLINK_SOCK_DIAG, opened at its first use.
+    /// NETLINK_SOCK_DIAG, opened at its first use, if it sees Unix
+    /// sockets (diag.rs); if not, said on the `SRT_DEBUG` line.
     pub(super) fn diag(&mut self) -> Option<BorrowedFd<'_>> {
-        if self.diag.is_none() {
-            self.diag = socket(
-                AddressFamily::Netlink,
-                SockType::Datagram,
-                SockFlag::SOCK_CLOEXEC,
-                SockProtocol::NetlinkSockDiag,
-            )
-            .ok();
+        if self.diag.is_none() && !self.diag_missing {
+            self.diag = super::diag::open_unix_diag();
+            self.diag_missing = self.diag.is_none();
         }
         self.diag.as_ref().map(|d| d.as_fd())
     }

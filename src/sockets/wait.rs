@@ -139,7 +139,17 @@ pub(super) fn connect_now(
     if blocking {
         fcntl(&sock, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
     }
-    let made = sys::connect_bytes(sock.as_fd(), addr);
+    let mut made = sys::connect_bytes(sock.as_fd(), addr);
+    if made == Err(Errno::EINPROGRESS) && blocking && handshake {
+        // A handshake with this machine (loopback, a proxy srt runs) is
+        // often done by now: a second connect says so (0, or the error),
+        // and the answer goes out without a turn of the serve loop;
+        // EALREADY while it goes on.
+        made = match sys::connect_bytes(sock.as_fd(), addr) {
+            Err(Errno::EALREADY) => Err(Errno::EINPROGRESS),
+            other => other,
+        };
+    }
     if blocking {
         let _ = fcntl(&sock, FcntlArg::F_SETFL(flags));
     }

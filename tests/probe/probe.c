@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <poll.h>
@@ -294,6 +295,47 @@ static void abstract_connect(const char *name, const char *addr) {
   result(name, r, errno);
 }
 
+/* A listener of the command's own and a blocking connect to it, a byte
+ * carried back (under the own-sockets policy the stub makes the connect):
+ * an abstract Unix name, or TCP on 127.0.0.1. */
+static void own_connect(const char *name, int tcp) {
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  socklen_t len;
+  int family = tcp ? AF_INET : AF_UNIX;
+  if (tcp) {
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    in->sin_family = AF_INET;
+    in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    len = sizeof *in;
+  } else {
+    struct sockaddr_un *un = (struct sockaddr_un *)&ss;
+    un->sun_family = AF_UNIX;
+    int n = snprintf(un->sun_path + 1, sizeof un->sun_path - 1, "own-connect-%d", (int)getpid());
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+  }
+  int l = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (l < 0 || bind(l, (struct sockaddr *)&ss, len) || listen(l, 4) ||
+      getsockname(l, (struct sockaddr *)&ss, &len)) {
+    result(name, -1, errno);
+    if (l >= 0) close(l);
+    return;
+  }
+  int c = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  long r = c < 0 ? -1 : connect(c, (struct sockaddr *)&ss, len);
+  int err = errno;
+  if (r == 0) {
+    char b = 'x';
+    int d = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+    if (d < 0 || write(d, &b, 1) != 1 || read(c, &b, 1) != 1)
+      r = -1, err = errno;
+    if (d >= 0) close(d);
+  }
+  result(name, r, err);
+  if (c >= 0) close(c);
+  close(l);
+}
+
 /* THREATS row 24: calls that act on another process by PID, group or
  * user without a ptrace-mode check. Each is a no-op on its target where
  * it works (the target's own values written back, nice 19 on a sleeping
@@ -570,6 +612,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "kill-foreign")) foreign_with(c, 'k');
     else if (!strcmp(c, "ptrace-foreign")) foreign_with(c, 'p');
     else if (!strncmp(c, "abstract-connect:", 17)) abstract_connect("abstract-connect", c + 17);
+    else if (!strncmp(c, "connect-path:", 13)) {
+      struct sockaddr_un sun = {.sun_family = AF_UNIX};
+      strncpy(sun.sun_path, c + 13, sizeof sun.sun_path - 1);
+      int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      long r = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sun, sizeof sun);
+      result("connect-path", r, errno);
+      if (fd >= 0) close(fd);
+    }
+    else if (!strcmp(c, "own-unix")) own_connect(c, 0);
+    else if (!strcmp(c, "own-tcp")) own_connect(c, 1);
     else if (!strncmp(c, "outside:", 8)) outside_calls("outside", (pid_t)atoi(c + 8));
     else if (!strcmp(c, "self-calls")) outside_calls("self", 0);
     else if (!strncmp(c, "join:", 5)) join_group((pid_t)atoi(c + 5));

@@ -4,7 +4,7 @@ the reply of the server reached (`own` or `outside`) or the errno's name.
 
 argv: DIR (writable, shared with the test), OUTSIDE (a path an outside
 server listens at), ABSTRACT (an outside server's abstract name)."""
-import ctypes, errno, os, socket, sys, threading, time
+import ctypes, errno, os, select, socket, sys, threading, time
 
 d, outside, abstract = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -159,6 +159,33 @@ try:
     say("tcp", "connected")
 except OSError as e:
     say("tcp", errno.errorcode.get(e.errno))
+# A TCP listener of the command's own: a blocking connect (the stub's
+# second connect or its poll finishes the handshake) and a non-blocking
+# one (EINPROGRESS, then writable), each carrying a byte.
+ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+ls.bind(("127.0.0.1", 0))
+ls.listen(4)
+for name, blocking in (("tcp own", True), ("tcp own, non-blocking", False)):
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setblocking(blocking)
+    r = c.connect_ex(ls.getsockname())
+    if r == errno.EINPROGRESS:
+        select.select([], [c], [], 5)
+        r = c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        first = "EINPROGRESS "
+    else:
+        first = ""
+    if r == 0:
+        d, _ = ls.accept()
+        d.sendall(b"x")
+        c.setblocking(True)
+        c.settimeout(5)
+        say(name, first + ("connected" if c.recv(1) == b"x" else "no byte"))
+        d.close()
+    else:
+        say(name, first + errno.errorcode.get(r, "?"))
+    c.close()
+ls.close()
 for kind, name in ((socket.SOCK_DGRAM, "dgram"), (socket.SOCK_STREAM, "stream")):
     try:
         socket.socket(socket.AF_UNIX, kind).close()
