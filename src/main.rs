@@ -40,6 +40,7 @@ mod supervise;
 mod sys;
 mod terminal;
 mod threads;
+mod unix_diag;
 mod userns;
 mod worker;
 

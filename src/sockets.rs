@@ -40,10 +40,8 @@ use crate::sys;
 
 mod diag;
 mod start;
+mod take;
 mod wait;
-
-pub use diag::open_unix_diag;
-pub use start::DIAG_MISSING;
 
 use diag::diag_one;
 pub use wait::Pending;
@@ -150,59 +148,6 @@ impl Sockets {
             }
         }
         After::Done
-    }
-
-    /// The process's descriptor `fd`, while its call still waits (so the
-    /// pid was not reused).
-    ///
-    /// The last thread's pidfd is kept: while the thread it names lives,
-    /// it holds its number, so a notification from that number is its own
-    /// and the descriptor is taken at once (a loop of connects saves
-    /// `pidfd_open`, the validity check and the close each time). Once
-    /// that thread is reaped its number may name another: `ESRCH`, and the
-    /// pidfd is opened anew and checked.
-    fn take(
-        &mut self,
-        listener: BorrowedFd<'_>,
-        notif: &libc::seccomp_notif,
-        fd: u64,
-    ) -> Result<OwnedFd, Errno> {
-        let tid = notif.pid as libc::pid_t;
-        let fd = fd as u32 as i32;
-        if let Some((_, pidfd)) = self.last.as_ref().filter(|(t, _)| *t == tid) {
-            match sys::pidfd_getfd(pidfd.as_fd(), fd) {
-                Err(Errno::ESRCH) => self.last = None,
-                other => return other,
-            }
-        }
-        let (pidfd, thread) = self.pidfd_of(tid)?;
-        if !sys::notif_id_valid(listener, notif.id) {
-            return Err(Errno::ESRCH);
-        }
-        let got = sys::pidfd_getfd(pidfd.as_fd(), fd);
-        if thread {
-            self.last = Some((tid, pidfd));
-        }
-        got
-    }
-
-    /// A pidfd of the thread `tid` reports (a thread of the process on
-    /// Linux 6.9, `PIDFD_THREAD`: `true` with it; before, its thread
-    /// group's leader, read from `/proc/TID/status`): its descriptors are
-    /// the process's.
-    fn pidfd_of(&self, tid: libc::pid_t) -> Result<(OwnedFd, bool), Errno> {
-        match sys::pidfd_open_thread(tid) {
-            Err(Errno::EINVAL) => {}
-            other => return other.map(|p| (p, true)),
-        }
-        let name = std::ffi::CString::new(format!("{tid}/status")).map_err(|_| Errno::EINVAL)?;
-        let status = sys::read_file_at(self.proc_dir.as_raw_fd(), &name)?;
-        let tgid = String::from_utf8_lossy(&status)
-            .lines()
-            .find_map(|l| l.strip_prefix("Tgid:"))
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or(Errno::ESRCH)?;
-        sys::pidfd_open(tgid).map(|p| (p, false))
     }
 
     /// A bind of an unnamed `AF_UNIX` socket: the socket is noted.

@@ -1,66 +1,13 @@
 //! sock_diag (`NETLINK_SOCK_DIAG`): where a Unix socket of the run is
 //! bound now, asked by its inode and cookie (sockets.rs).
 
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 
-use nix::sys::socket::{
-    AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, recv, send, socket,
-};
+use nix::sys::socket::{MsgFlags, recv, send};
+
+use crate::unix_diag::request;
 
 use super::At;
-
-/// A sock_diag socket that sees Unix sockets. Where the kernel builds
-/// that part as a module (`unix_diag`, Debian's kernels) and cannot load
-/// it (a machine without the module's file, module loading off), every
-/// question gets `ENOENT`, the answer for a closed socket too: so it is
-/// asked first for a dump of the sockets in no state (the stub may make
-/// no Unix socket of its own to ask about: its filter), which answers
-/// with an empty dump, or with that error. `None` then, so that no socket
-/// is taken for closed and no connect for allowed.
-pub fn open_unix_diag() -> Option<OwnedFd> {
-    const NLM_F_REQUEST: u16 = 1;
-    const NLM_F_DUMP: u16 = 0x300;
-    let diag = socket(
-        AddressFamily::Netlink,
-        SockType::Datagram,
-        SockFlag::SOCK_CLOEXEC,
-        SockProtocol::NetlinkSockDiag,
-    )
-    .ok()?;
-    // States 0: no socket is listed.
-    send(
-        diag.as_raw_fd(),
-        &request(NLM_F_REQUEST | NLM_F_DUMP, 0, 0, 0, 0),
-        MsgFlags::empty(),
-    )
-    .ok()?;
-    let mut buf = [0u8; 256];
-    let n = recv(diag.as_raw_fd(), &mut buf, MsgFlags::empty()).ok()?;
-    // NLMSG_DONE (3): the dump, empty; NLMSG_ERROR (2): no Unix part.
-    let kind = u16::from_ne_bytes(buf.get(4..6)?.try_into().ok()?);
-    (n >= 16 && kind == 3).then_some(diag)
-}
-
-/// A SOCK_DIAG_BY_FAMILY request for AF_UNIX: nlmsghdr (16 bytes) and
-/// unix_diag_req (24).
-fn request(flags: u16, states: u32, ino: u32, show: u32, cookie: u64) -> Vec<u8> {
-    const SOCK_DIAG_BY_FAMILY: u16 = 20;
-    let mut req = Vec::with_capacity(40);
-    req.extend_from_slice(&40u32.to_ne_bytes());
-    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    req.extend_from_slice(&flags.to_ne_bytes());
-    req.extend_from_slice(&1u32.to_ne_bytes());
-    req.extend_from_slice(&0u32.to_ne_bytes());
-    req.push(libc::AF_UNIX as u8);
-    req.push(0);
-    req.extend_from_slice(&0u16.to_ne_bytes());
-    req.extend_from_slice(&states.to_ne_bytes());
-    req.extend_from_slice(&ino.to_ne_bytes());
-    req.extend_from_slice(&show.to_ne_bytes());
-    req.extend_from_slice(&(cookie as u32).to_ne_bytes());
-    req.extend_from_slice(&((cookie >> 32) as u32).to_ne_bytes());
-    req
-}
 
 /// sock_diag's answer for the Unix socket `ino` with `cookie`: `None` if
 /// there is no such socket (any more), `Some(None)` if it is not bound

@@ -12,11 +12,6 @@ use super::{Named, Sockets};
 use crate::filter::{self, rules};
 use crate::sys;
 
-/// What a run without sock_diag for Unix sockets cannot do (the
-/// `SRT_DEBUG` line, the doctor).
-pub const DIAG_MISSING: &str = "sock_diag cannot see Unix sockets here (Linux's unix_diag module \
-     is not loaded), so every connect to a Unix socket is refused, the run's own included";
-
 impl Sockets {
     /// The policy's state for a run (`own`: not `APPLY_SECCOMP_UNIX=deny`),
     /// or `None` and the `SRT_DEBUG` line saying why there is none (then
@@ -53,7 +48,7 @@ impl Sockets {
             self.refused
         );
         if self.diag_missing {
-            note.push_str(&format!("; {DIAG_MISSING}"));
+            note.push_str(&format!("; {}", crate::unix_diag::DIAG_MISSING));
         }
         for r in &self.refusals {
             note.push_str(&format!(
@@ -138,7 +133,7 @@ impl Sockets {
     /// sockets (diag.rs); if not, said on the `SRT_DEBUG` line.
     pub(super) fn diag(&mut self) -> Option<BorrowedFd<'_>> {
         if self.diag.is_none() && !self.diag_missing {
-            self.diag = super::diag::open_unix_diag();
+            self.diag = crate::unix_diag::open_unix_diag();
             self.diag_missing = self.diag.is_none();
         }
         self.diag.as_ref().map(|d| d.as_fd())
