@@ -8,9 +8,15 @@
 //!    per-round ratios.
 //! 2. Connects: a static C program makes 1,000 connects to a listener of
 //!    its own, Unix (a pathname) and TCP (127.0.0.1), each accepted and
-//!    closed, and prints the mean time of one; run bare and under the
-//!    helper (own, deny), in turns; the medians and what the helper adds
-//!    to one connect.
+//!    closed, and prints the mean time of one; run bare, under the
+//!    helper (own, deny) and under the floor (below), in turns; the
+//!    medians and what the helper adds to one connect.
+//!
+//! The floor is what any seccomp listener costs a connect on this
+//! machine: a static C supervisor of a few lines that sends every
+//! `connect` to its listener and only answers "continue" (the two
+//! context switches of a round trip, nothing decided). What the helper
+//! adds beyond it (`own - floor`) is what its own work costs.
 //!
 //! On the host, as uid 65534 when run as root, and inside bubblewrap with
 //! srt's options. `BENCH_ROUNDS` (default 300) rounds for the runs,
@@ -137,10 +143,71 @@ int main(int argc, char **argv) {
 }
 "#;
 
-fn compile_loop(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("connect-loop.c");
-    let bin = dir.join("connect-loop");
-    std::fs::write(&src, LOOP_C).ok()?;
+/// The floor: `floor PROGRAM ARGS...` runs the program with every
+/// `connect` sent to a seccomp listener that only answers "continue"
+/// (with `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`, as the helper sets it).
+const FLOOR_C: &str = r#"
+#define _GNU_SOURCE
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  int sv[2], l, st;
+  char c = 0, buf[CMSG_SPACE(sizeof(int))];
+  struct iovec io = {&c, 1};
+  struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof buf};
+  if (argc < 2 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) return 2;
+  pid_t p = fork();
+  if (p == 0) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+    struct sock_fprog pr = {4, f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) _exit(2);
+    l = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &pr);
+    if (l < 0) _exit(2);
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET; cm->cmsg_type = SCM_RIGHTS; cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &l, sizeof l);
+    if (sendmsg(sv[1], &m, 0) != 1) _exit(2);
+    close(l); close(sv[0]); close(sv[1]);
+    execv(argv[1], argv + 1);
+    _exit(127);
+  }
+  close(sv[1]);
+  if (recvmsg(sv[0], &m, 0) != 1 || !CMSG_FIRSTHDR(&m)) return 2;
+  memcpy(&l, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof l);
+  ioctl(l, SECCOMP_IOW(4, __u64), &(__u64){1});
+  for (;;) {
+    struct pollfd pf = {l, POLLIN, 0};
+    if (poll(&pf, 1, -1) < 0 || !(pf.revents & POLLIN)) break;
+    struct seccomp_notif n;
+    memset(&n, 0, sizeof n);
+    if (ioctl(l, SECCOMP_IOCTL_NOTIF_RECV, &n)) continue;
+    struct seccomp_notif_resp r = {n.id, 0, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE};
+    ioctl(l, SECCOMP_IOCTL_NOTIF_SEND, &r);
+  }
+  if (waitpid(p, &st, 0) != p) return 2;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+"#;
+
+/// `name` built from `code` with static glibc (the loop and the floor run
+/// under bubblewrap's line too).
+fn compile(dir: &Path, name: &str, code: &str) -> Option<PathBuf> {
+    let src = dir.join(format!("{name}.c"));
+    let bin = dir.join(name);
+    std::fs::write(&src, code).ok()?;
     let ok = Command::new("gcc")
         .args(["-O2", "-static", "-o"])
         .arg(&bin)
@@ -178,8 +245,9 @@ fn main() {
     let before_commit =
         std::env::var("APPLY_SECCOMP_SOCKETS_BEFORE").unwrap_or_else(|_| BEFORE.into());
     let before = build_before(&dir, &before_commit);
-    let lp = compile_loop(&dir);
-    if lp.is_none() {
+    let lp = compile(&dir, "connect-loop", LOOP_C);
+    let floor = compile(&dir, "floor", FLOOR_C);
+    if lp.is_none() || floor.is_none() {
         eprintln!("no gcc with static glibc: the connect loops are left out");
     }
     let n: usize = std::env::var("BENCH_ROUNDS")
@@ -248,12 +316,21 @@ fn main() {
             median(t[2].clone()),
             ratio(1, 2)
         );
-        if let Some(lp) = &lp {
+        if let (Some(lp), Some(floor)) = (&lp, &floor) {
             for kind in ["unix", "tcp"] {
                 let mut cands = vec![
                     Cand {
                         name: "bare",
                         argv: wrap(vec![s(lp), kind.into(), s(&sockets)], *in_bwrap, &sockets),
+                        env: vec![],
+                    },
+                    Cand {
+                        name: "floor",
+                        argv: wrap(
+                            vec![s(floor), s(lp), kind.into(), s(&sockets)],
+                            *in_bwrap,
+                            &sockets,
+                        ),
                         env: vec![],
                     },
                     Cand {
@@ -296,17 +373,19 @@ fn main() {
     }
     if !loops.is_empty() {
         println!(
-            "\n| connects (us each, medians) | bare | own | own - bare | deny | deny - bare |"
+            "\n| connects (us each, medians) | bare | floor | own | own - bare | own - floor | \
+             floor - bare | deny - bare |"
         );
-        println!("|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|");
         for (place, kind, m) in loops {
-            let deny = m
-                .get(2)
-                .map_or("- | -".into(), |d| format!("{d:.1} | {:.1}", d - m[0]));
+            let deny = m.get(3).map_or("-".into(), |d| format!("{:.1}", d - m[0]));
             println!(
-                "| {place}, {kind} | {:.1} | {:.1} | {:.1} | {deny} |",
+                "| {place}, {kind} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {deny} |",
                 m[0],
                 m[1],
+                m[2],
+                m[2] - m[0],
+                m[2] - m[1],
                 m[1] - m[0]
             );
         }
