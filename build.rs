@@ -55,7 +55,7 @@ use std::path::PathBuf;
 #[allow(dead_code)]
 mod rules;
 
-use rules::{Arch, Cond, Rule, Set};
+use rules::{Arch, Cond, Reported, Rule, Set};
 
 const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_ALU_AND_K: u16 = 0x54;
@@ -402,8 +402,16 @@ fn conditions(a: &mut Asm, conds: &[Cond], matched: usize, allow: usize) {
     }
 }
 
-fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
-    let mut rules = rules::rules(arch, set);
+/// What a program holds besides its rules.
+#[derive(Clone, Copy)]
+struct Extra {
+    /// `clone3` answers ENOSYS.
+    clone3: bool,
+    /// x86_64's x32 numbers are killed.
+    x32: bool,
+}
+
+fn compile(arch: Arch, mut rules: Vec<Rule>, extra: Extra) -> Result<Vec<Insn>, String> {
     rules.sort_by_key(|r| r.nr);
     if let Some(w) = rules.windows(2).find(|w| w[0].nr == w[1].nr) {
         return Err(format!("syscall {} listed twice", w[0].nr));
@@ -422,10 +430,10 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     }
     let mut a = Asm::default();
     let (matched, allow, kill, enosys) = (a.label(), a.label(), a.label(), a.label());
-    // Where every rule notifies (the observe filter), `matched` is the
-    // notification; where some do (the own-sockets programs), they have a
-    // label of their own.
-    let all_notify = rules.iter().all(|r| r.notify);
+    // Where every rule notifies (the observe filter, the reported
+    // programs), `matched` is the notification; where some do (the
+    // own-sockets programs), they have a label of their own.
+    let all_notify = !rules.is_empty() && rules.iter().all(|r| r.notify);
     let some_notify = rules.iter().any(|r| r.notify);
     let notified = if all_notify || !some_notify {
         matched
@@ -450,25 +458,13 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     }
     let mut tests = dispatch(&rules, (matched, notified), &blocks);
     // clone3, where refused, answers ENOSYS: one more test of the tree.
-    if matches!(set, Set::Namespaces | Set::Stub) {
+    if extra.clone3 {
         tests.push(Test::Is(rules::CLONE3, To::Label(enosys)));
         tests.sort_by_key(Test::lo);
     }
     // x32 numbers (x86_64's unix filters and the stub's) are all above
     // the tests: checked where the tree leaves the numbers past them.
-    let x32 = match (arch, set) {
-        (
-            Arch::X86_64,
-            Set::Unix
-            | Set::UnixCapabilityFree
-            | Set::Stub
-            | Set::UnixOwn
-            | Set::UnixOwnCapabilityFree
-            | Set::UnixOwnObserve
-            | Set::UnixOwnCapabilityFreeObserve,
-        ) => Some(a.label()),
-        _ => None,
-    };
+    let x32 = (arch == Arch::X86_64 && extra.x32).then(|| a.label());
     let plan = plan_tree(&tests);
     emit_tree(&mut a, &tests, &plan, (0, tests.len()), (matched, x32));
     if let Some(x32) = x32 {
@@ -481,12 +477,14 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
         conditions(&mut a, conds, target, allow);
     }
 
-    a.place(matched);
-    a.ret(if all_notify {
-        SECCOMP_RET_USER_NOTIF
-    } else {
-        SECCOMP_RET_ERRNO | rules::EPERM
-    });
+    if !rules.is_empty() {
+        a.place(matched);
+        a.ret(if all_notify {
+            SECCOMP_RET_USER_NOTIF
+        } else {
+            SECCOMP_RET_ERRNO | rules::EPERM
+        });
+    }
     if notified != matched {
         a.place(notified);
         a.ret(SECCOMP_RET_USER_NOTIF);
@@ -495,39 +493,71 @@ fn compile(arch: Arch, set: Set) -> Result<Vec<Insn>, String> {
     a.ret(SECCOMP_RET_ALLOW);
     a.place(kill);
     a.ret(SECCOMP_RET_KILL_PROCESS);
-    if matches!(set, Set::Namespaces | Set::Stub) {
+    if extra.clone3 {
         a.place(enosys);
         a.ret(SECCOMP_RET_ERRNO | rules::ENOSYS);
     }
     a.finish()
 }
 
+/// Writes one program: `struct sock_filter`, little-endian (both targets
+/// are).
+fn write(out: &std::path::Path, arch: Arch, name: &str, prog: Result<Vec<Insn>, String>) {
+    let prog =
+        prog.unwrap_or_else(|e| panic!("cannot build the {name} filter for {}: {e}", arch.name()));
+    let mut bytes = Vec::with_capacity(prog.len() * 8);
+    for insn in &prog {
+        bytes.extend_from_slice(&insn.code.to_le_bytes());
+        bytes.push(insn.jt);
+        bytes.push(insn.jf);
+        bytes.extend_from_slice(&insn.k.to_le_bytes());
+    }
+    let path = out.join(format!("{}-{name}.bpf", arch.name()));
+    std::fs::write(&path, &bytes)
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/filter/rules.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // The target's programs, by name, for src/filter.rs to embed.
+    let target = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let mut table = String::from("[\n");
     for arch in Arch::ALL {
+        let mut names = Vec::new();
         for set in Set::ALL {
-            let prog = compile(arch, set).unwrap_or_else(|e| {
-                panic!(
-                    "cannot build the {} filter for {}: {e}",
-                    set.name(),
+            let extra = Extra {
+                clone3: set.has_clone3(),
+                x32: set.kills_x32(),
+            };
+            write(
+                &out,
+                arch,
+                set.name(),
+                compile(arch, rules::rules(arch, set), extra),
+            );
+            names.push(set.name().to_string());
+        }
+        for r in Reported::all() {
+            let extra = Extra {
+                clone3: false,
+                x32: true,
+            };
+            write(&out, arch, &r.name(), compile(arch, r.rules(arch), extra));
+            names.push(r.name());
+        }
+        if arch.name() == target {
+            for name in names {
+                table.push_str(&format!(
+                    "    (\"{name}\", embed!(\"{}-{name}.bpf\")),\n",
                     arch.name()
-                )
-            });
-            // struct sock_filter, little-endian (both targets are).
-            let mut bytes = Vec::with_capacity(prog.len() * 8);
-            for insn in &prog {
-                bytes.extend_from_slice(&insn.code.to_le_bytes());
-                bytes.push(insn.jt);
-                bytes.push(insn.jf);
-                bytes.extend_from_slice(&insn.k.to_le_bytes());
+                ));
             }
-            let path = out.join(format!("{}-{}.bpf", arch.name(), set.name()));
-            std::fs::write(&path, &bytes)
-                .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
         }
     }
+    table.push_str("]\n");
+    std::fs::write(out.join("programs.rs"), table).expect("cannot write programs.rs");
     order_the_run_code();
 }
 

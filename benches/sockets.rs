@@ -2,11 +2,15 @@
 //! costs, in one run, interleaved.
 //!
 //! 1. A run of `true`: this build (the own-sockets policy), this build
-//!    under `APPLY_SECCOMP_UNIX=deny` (upstream's policy, no listener),
-//!    and the build before the policy (`APPLY_SECCOMP_SOCKETS_BEFORE`,
-//!    default [`BEFORE`]), in shuffled turns; medians, and medians of the
-//!    per-round ratios.
-//! 2. Connects: a static C program makes 1,000 connects to a listener of
+//!    under `APPLY_SECCOMP_UNIX=deny` (upstream's policy), both with the
+//!    refusal report off (`APPLY_SECCOMP_REFUSALS=off`, issue 44: today's
+//!    programs, and under `deny` no listener), and the build before the
+//!    policy (`APPLY_SECCOMP_SOCKETS_BEFORE`, default [`BEFORE`]), in
+//!    shuffled turns; medians, and medians of the per-round ratios.
+//! 2. A refused call (`socket(AF_UNIX, SOCK_DGRAM)`), 1,000 times: reported
+//!    (a round trip to the stub) and with the report off (EPERM in the
+//!    kernel).
+//! 3. Connects: a static C program makes 1,000 connects to a listener of
 //!    its own, Unix (a pathname) and TCP (127.0.0.1), each accepted and
 //!    closed, and prints the mean time of one; run bare, under the
 //!    helper (own, deny) and under the floor (below), in turns; the
@@ -114,6 +118,16 @@ const LOOP_C: &str = r#"
 #include <unistd.h>
 int main(int argc, char **argv) {
   int unix_ = argc > 1 && !strcmp(argv[1], "unix"), n = 1000;
+  if (argc > 1 && !strcmp(argv[1], "refuse")) {
+    /* A call the filters refuse (issue 44), 1,000 times: each EPERM. */
+    struct timespec s, e;
+    clock_gettime(CLOCK_MONOTONIC, &s);
+    for (int i = 0; i < n; i++)
+      if (socket(AF_UNIX, SOCK_DGRAM, 0) >= 0) return fputs("not refused\n", stderr), 1;
+    clock_gettime(CLOCK_MONOTONIC, &e);
+    printf("%ld\n", ((e.tv_sec - s.tv_sec) * 1000000000L + e.tv_nsec - s.tv_nsec) / n);
+    return 0;
+  }
   struct sockaddr_un un = {.sun_family = AF_UNIX};
   struct sockaddr_in in = {.sin_family = AF_INET};
   struct sockaddr *a; socklen_t len;
@@ -268,9 +282,13 @@ fn main() {
         "uid {}; {n} rounds of `true`, {cn} of each connect loop, in turns; the build before: {before_commit}\n",
         uid.unwrap_or(0)
     );
-    println!("| setting | `true` | own | deny | before | own / before | own / deny |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| setting | `true` | own | deny | before | own / before | own / deny | own / own, \
+         refusals off | deny / deny, refusals off |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut loops = Vec::new();
+    let mut refusals = Vec::new();
     for (place, in_bwrap) in &places {
         let mut cands = vec![
             Cand {
@@ -289,6 +307,21 @@ fn main() {
                 env: vec![("APPLY_SECCOMP_UNIX", "deny")],
             },
         ];
+        // The refusal report off (issue 44): today's programs, and under
+        // `deny` no listener at all.
+        cands.push(Cand {
+            name: "own, refusals off",
+            argv: wrap(vec![s(&ours), "/bin/true".into()], *in_bwrap, &sockets),
+            env: vec![("APPLY_SECCOMP_REFUSALS", "off")],
+        });
+        cands.push(Cand {
+            name: "deny, refusals off",
+            argv: wrap(vec![s(&ours), "/bin/true".into()], *in_bwrap, &sockets),
+            env: vec![
+                ("APPLY_SECCOMP_UNIX", "deny"),
+                ("APPLY_SECCOMP_REFUSALS", "off"),
+            ],
+        });
         if let Some(b) = &before {
             cands.push(Cand {
                 name: "before",
@@ -305,17 +338,47 @@ fn main() {
         let ratio =
             |a: usize, b: usize| median(t[a].iter().zip(&t[b]).map(|(x, y)| x / y).collect());
         let before_cells = if before.is_some() {
-            format!("{:.2} ms | {:.3}", median(t[3].clone()), ratio(1, 3))
+            format!("{:.2} ms | {:.3}", median(t[5].clone()), ratio(1, 5))
         } else {
             "- | -".into()
         };
         println!(
-            "| {place} | {:.2} ms | {:.2} ms | {:.2} ms | {before_cells} | {:.3} |",
+            "| {place} | {:.2} ms | {:.2} ms | {:.2} ms | {before_cells} | {:.3} | {:.3} | {:.3} |",
             median(t[0].clone()),
             median(t[1].clone()),
             median(t[2].clone()),
-            ratio(1, 2)
+            ratio(1, 2),
+            ratio(1, 3),
+            ratio(2, 4)
         );
+        if let Some(lp) = &lp {
+            let argv = wrap(vec![s(&ours), s(lp), "refuse".into()], *in_bwrap, &sockets);
+            let cands = [
+                Cand {
+                    name: "reported",
+                    argv: argv.clone(),
+                    env: vec![],
+                },
+                Cand {
+                    name: "refusals off",
+                    argv,
+                    env: vec![("APPLY_SECCOMP_REFUSALS", "off")],
+                },
+            ];
+            let t = rounds(&cands, cn, |c| {
+                let out = command(c, uid).output().unwrap();
+                assert!(out.status.success(), "{} refuse: {:?}", c.name, out.status);
+                String::from_utf8_lossy(&out.stdout)
+                    .trim()
+                    .parse::<f64>()
+                    .unwrap()
+                    / 1e3
+            });
+            refusals.push((
+                place.to_string(),
+                t.into_iter().map(median).collect::<Vec<_>>(),
+            ));
+        }
         if let (Some(lp), Some(floor)) = (&lp, &floor) {
             for kind in ["unix", "tcp"] {
                 let mut cands = vec![
@@ -369,6 +432,20 @@ fn main() {
                     t.into_iter().map(median).collect::<Vec<_>>(),
                 ));
             }
+        }
+    }
+    if !refusals.is_empty() {
+        println!(
+            "\n| a refused call (us each, medians) | reported | refusals off | reported - off |"
+        );
+        println!("|---|---|---|---|");
+        for (place, m) in refusals {
+            println!(
+                "| {place} | {:.2} | {:.2} | {:.2} |",
+                m[0],
+                m[1],
+                m[0] - m[1]
+            );
         }
     }
     if !loops.is_empty() {

@@ -13,10 +13,12 @@ use crate::cause::WayIn;
 use crate::error::Error;
 use crate::{doctor, race, setup};
 
+mod env;
 mod unix;
 
+pub use env::Env;
 pub use unix::UnixPolicy;
-use unix::allowed_sockets;
+use unix::{allowed_sockets, refusals_reported};
 
 pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY] [--] <command> [args...]\n       \
                          apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
@@ -63,55 +65,6 @@ pub const FEATURES: [&str; 7] = [
     "own-unix-sockets",
 ];
 
-/// The environment variables the helper reads.
-#[derive(Clone, Debug, Default)]
-pub struct Env {
-    pub allow_nested_userns: Option<OsString>,
-    pub debug: Option<OsString>,
-    pub helper_features: Option<OsString>,
-    pub observe_sock: Option<OsString>,
-    pub encoded_cmd: Option<OsString>,
-    /// `APPLY_SECCOMP_UNIX` and `APPLY_SECCOMP_ALLOW_UNIX` (cli/unix.rs).
-    pub unix: Option<OsString>,
-    pub allow_unix: Option<OsString>,
-}
-
-impl Env {
-    /// `SRT_DEBUG` is set and non-empty.
-    pub fn debug_enabled(&self) -> bool {
-        self.debug.as_ref().is_some_and(|v| !v.is_empty())
-    }
-
-    pub fn from_process() -> Env {
-        let [
-            allow_nested_userns,
-            debug,
-            helper_features,
-            observe_sock,
-            encoded_cmd,
-            unix,
-            allow_unix,
-        ] = crate::sys::env_values([
-            "SRT_ALLOW_NESTED_USERNS",
-            "SRT_DEBUG",
-            "SRT_HELPER_FEATURES",
-            "SRT_OBSERVE_SOCK",
-            "SRT_ENCODED_CMD",
-            "APPLY_SECCOMP_UNIX",
-            "APPLY_SECCOMP_ALLOW_UNIX",
-        ]);
-        Env {
-            allow_nested_userns,
-            debug,
-            helper_features,
-            observe_sock,
-            encoded_cmd,
-            unix,
-            allow_unix,
-        }
-    }
-}
-
 /// A run of the helper on a command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunConfig {
@@ -129,6 +82,8 @@ pub struct RunConfig {
     /// besides the run's own (cli/unix.rs).
     pub unix: UnixPolicy,
     pub allow_unix: Vec<PathBuf>,
+    /// Refused calls counted and said (not `APPLY_SECCOMP_REFUSALS=off`).
+    pub report: bool,
 }
 
 /// Where and how to report observed calls.
@@ -239,6 +194,7 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
     Ok(Action::Run(RunConfig {
         unix,
         allow_unix,
+        report: refusals_reported(env.refusals.as_deref())?,
         argv: rest.to_vec(),
         allow_nested_userns: is(&env.allow_nested_userns, "1"),
         debug: env.debug_enabled(),

@@ -3,8 +3,8 @@
 
 use crate::error::Error;
 
-#[cfg(test)]
-mod interp;
+/// Runs today's programs on a reported call (report.rs).
+pub mod interp;
 #[cfg(test)]
 mod reference;
 /// The rule data; at run time only the observe table is read (observe.rs).
@@ -25,34 +25,20 @@ macro_rules! embed {
     }};
 }
 
-#[cfg(target_arch = "x86_64")]
-fn embedded_bytes() -> [&'static [u8]; 9] {
-    [
-        embed!("x86_64-unix.bpf"),
-        embed!("x86_64-namespaces.bpf"),
-        embed!("x86_64-unix-capability-free.bpf"),
-        embed!("x86_64-observe.bpf"),
-        embed!("x86_64-stub.bpf"),
-        embed!("x86_64-unix-own.bpf"),
-        embed!("x86_64-unix-own-capability-free.bpf"),
-        embed!("x86_64-unix-own-observe.bpf"),
-        embed!("x86_64-unix-own-capability-free-observe.bpf"),
-    ]
+/// Every program of the target architecture, by name (build.rs writes
+/// the list: `rules::Set::name`, `rules::Reported::name`).
+fn embedded() -> &'static [(&'static str, &'static [u8])] {
+    static ALL: &[(&str, &[u8])] = &include!(concat!(env!("OUT_DIR"), "/programs.rs"));
+    ALL
 }
 
-#[cfg(target_arch = "aarch64")]
-fn embedded_bytes() -> [&'static [u8]; 9] {
-    [
-        embed!("aarch64-unix.bpf"),
-        embed!("aarch64-namespaces.bpf"),
-        embed!("aarch64-unix-capability-free.bpf"),
-        embed!("aarch64-observe.bpf"),
-        embed!("aarch64-stub.bpf"),
-        embed!("aarch64-unix-own.bpf"),
-        embed!("aarch64-unix-own-capability-free.bpf"),
-        embed!("aarch64-unix-own-observe.bpf"),
-        embed!("aarch64-unix-own-capability-free-observe.bpf"),
-    ]
+/// The embedded program `name`, validated.
+pub fn program(name: &str) -> Result<Program, Error> {
+    let (_, bytes) = embedded()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| Error::Filter(format!("{name}: not built")))?;
+    Program::new(bytes).map_err(|e| Error::Filter(format!("{name}: {e}")))
 }
 
 /// The architecture this binary runs on, for the observe table.
@@ -60,6 +46,11 @@ fn embedded_bytes() -> [&'static [u8]; 9] {
 pub const ARCH: rules::Arch = rules::Arch::X86_64;
 #[cfg(target_arch = "aarch64")]
 pub const ARCH: rules::Arch = rules::Arch::Aarch64;
+/// Its `AUDIT_ARCH_*`, as `seccomp_data.arch` holds it.
+#[cfg(target_arch = "x86_64")]
+pub const AUDIT_ARCH: u32 = 0xc000_003e;
+#[cfg(target_arch = "aarch64")]
+pub const AUDIT_ARCH: u32 = 0xc000_00b7;
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("apply-seccomp has filters for x86_64 and aarch64 only");
@@ -112,6 +103,8 @@ pub struct Filters {
     /// a listener the stub serves, in place of `unix` and
     /// `unix_capability_free` (`None`: `APPLY_SECCOMP_UNIX=deny`).
     pub own: Option<OwnSockets>,
+    /// The programs of a run that reports its refusals.
+    pub reporting: Option<Reporting>,
 }
 
 /// The own-sockets policy's programs (rules.rs, `Set::UnixOwn` ...): each
@@ -126,45 +119,61 @@ pub struct OwnSockets {
     pub unix_capability_free_observed: Program,
 }
 
+/// A run that reports what it refused (issue 44; not with
+/// `APPLY_SECCOMP_REFUSALS=off`): the listener's programs, in place of
+/// every other program but the one below, by `[capability_free][observed]`
+/// (rules.rs, `Reported`), and the namespaces filter beside them
+/// (`Set::Clone3`; `None` when nesting is allowed).
+#[derive(Clone, Copy, Debug)]
+pub struct Reporting {
+    pub listener: [[Program; 2]; 2],
+    pub namespaces: Option<Program>,
+}
+
 /// Validates the embedded programs and picks those to install; `own`:
-/// the own-sockets policy (not `APPLY_SECCOMP_UNIX=deny`).
-pub fn filters(allow_nested_userns: bool, own: bool) -> Result<Filters, Error> {
-    let [
-        unix,
-        namespaces,
-        unix_capability_free,
-        observe,
-        stub,
-        unix_own,
-        unix_own_capability_free,
-        unix_own_observe,
-        unix_own_capability_free_observe,
-    ] = embedded_bytes();
-    let valid =
-        |bytes, name: &str| Program::new(bytes).map_err(|e| Error::Filter(format!("{name}: {e}")));
-    let unix = valid(unix, "unix")?;
-    let stub = valid(stub, "stub")?;
-    let own = if own {
+/// the own-sockets policy (not `APPLY_SECCOMP_UNIX=deny`); `report`: the
+/// refusals reported.
+pub fn filters(allow_nested_userns: bool, own: bool, report: bool) -> Result<Filters, Error> {
+    let unix = program("unix")?;
+    let own_programs = if own {
         Some(OwnSockets {
-            unix: valid(unix_own, "unix-own")?,
-            unix_capability_free: valid(unix_own_capability_free, "unix-own-capability-free")?,
-            unix_observed: valid(unix_own_observe, "unix-own-observe")?,
-            unix_capability_free_observed: valid(
-                unix_own_capability_free_observe,
-                "unix-own-capability-free-observe",
-            )?,
+            unix: program("unix-own")?,
+            unix_capability_free: program("unix-own-capability-free")?,
+            unix_observed: program("unix-own-observe")?,
+            unix_capability_free_observed: program("unix-own-capability-free-observe")?,
+        })
+    } else {
+        None
+    };
+    let reporting = if report {
+        let name = |capfree: bool, observe: bool| {
+            program(&crate::report::reported(own, capfree, observe, allow_nested_userns).name())
+        };
+        Some(Reporting {
+            listener: [
+                [name(false, false)?, name(false, true)?],
+                [name(true, false)?, name(true, true)?],
+            ],
+            namespaces: (!allow_nested_userns)
+                .then(|| program("clone3"))
+                .transpose()?,
         })
     } else {
         None
     };
     Ok(Filters {
         unix,
-        unix_capability_free: valid(unix_capability_free, "unix-capability-free")?,
+        unix_capability_free: program("unix-capability-free")?,
         namespaces: (!allow_nested_userns)
-            .then(|| valid(namespaces, "namespaces"))
+            .then(|| program("namespaces"))
             .transpose()?,
-        observe: valid(observe, "observe")?,
-        stub: if allow_nested_userns { unix } else { stub },
-        own,
+        observe: program("observe")?,
+        stub: if allow_nested_userns {
+            unix
+        } else {
+            program("stub")?
+        },
+        own: own_programs,
+        reporting,
     })
 }

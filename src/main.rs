@@ -32,6 +32,7 @@ mod json;
 mod observe;
 mod plan;
 mod race;
+mod report;
 mod settings;
 mod setup;
 mod shim;
@@ -152,7 +153,11 @@ pub(crate) fn debug(enabled: bool, line: impl FnOnce() -> String) {
 }
 
 fn run(cfg: &RunConfig) -> Result<i32, Error> {
-    let filters = filter::filters(cfg.allow_nested_userns, cfg.unix == cli::UnixPolicy::Own)?;
+    let filters = filter::filters(
+        cfg.allow_nested_userns,
+        cfg.unix == cli::UnixPolicy::Own,
+        cfg.report,
+    )?;
     // Leaked: init and the worker read it from the stub's memory while the
     // stub runs on (supervise/), so it must never be freed.
     let exec: &'static sys::ExecArgs = Box::leak(Box::new(
@@ -284,6 +289,10 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         );
     }
     debug(cfg.debug, || format!("exit status {}", outcome.status));
+    // Last, after the command's own output: what the sandbox refused.
+    if let Some(line) = &outcome.refusal_line {
+        eprintln!("{line}");
+    }
     Ok(outcome.status)
 }
 

@@ -155,6 +155,25 @@ impl Observer {
     }
 
     /// Reports an error found after the start (also printed by main).
+    /// A refused call (report.rs): `fields`, a JSON object's members
+    /// without its braces. No `path` member: srt's monitor turns a line
+    /// with one into a write violation, and ignores the rest.
+    pub fn refusal(&mut self, fields: &str) {
+        self.report(format!("{{{fields}"));
+    }
+
+    /// One event's line, `line` its object without the closing brace:
+    /// the command's attribution added, queued and counted.
+    fn report(&mut self, mut line: String) {
+        if let Some(cmd) = &self.encoded_cmd {
+            line.push_str(",\"encodedCommand\":");
+            line.push_str(cmd);
+        }
+        line.push_str("}\n");
+        self.reported += 1;
+        self.push(line);
+    }
+
     pub fn init_error(&mut self, message: &str) {
         self.push(init_error_line(message) + "\n");
     }
@@ -182,20 +201,13 @@ impl Observer {
             return;
         };
         for path in paths {
-            let mut line = format!(
+            self.report(format!(
                 "{{\"nr\":{},\"syscall\":\"{}\",\"pid\":{},\"path\":{}",
                 entry.nr,
                 entry.name,
                 pid,
                 json::string(&path)
-            );
-            if let Some(cmd) = &self.encoded_cmd {
-                line.push_str(",\"encodedCommand\":");
-                line.push_str(cmd);
-            }
-            line.push_str("}\n");
-            self.reported += 1;
-            self.push(line);
+            ));
         }
     }
 

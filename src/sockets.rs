@@ -36,6 +36,7 @@ use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat, openat2};
 use nix::sys::stat::{Mode, SFlag, fstat};
 
 use crate::observe::Observer;
+use crate::report::{Refusals, Who};
 use crate::sys;
 
 mod diag;
@@ -57,9 +58,8 @@ const KEPT: usize = 16;
 /// A refused connect, for `SRT_DEBUG` and the refusal report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
-    pub pid: i32,
-    /// The program's name (`comm`), as the kernel keeps it.
-    pub comm: String,
+    /// The program and its pid as the command sees them.
+    pub who: Who,
     /// The path, or `@name` for an abstract one.
     pub target: String,
 }
@@ -344,21 +344,20 @@ impl Sockets {
     fn note_refusal(&mut self, pid: libc::pid_t, target: String) {
         self.refused += 1;
         if self.refusals.len() < KEPT {
-            let name = std::ffi::CString::new(format!("{pid}/comm")).unwrap_or_default();
-            let comm = sys::read_file_at(self.proc_dir.as_raw_fd(), &name)
-                .map(|b| String::from_utf8_lossy(&b).trim_end().to_string())
-                .unwrap_or_default();
-            self.refusals.push(Refusal { pid, comm, target });
+            let who = crate::report::who_at(self.proc_dir.as_raw_fd(), pid);
+            self.refusals.push(Refusal { who, target });
         }
     }
 }
 
-/// One notification: the own-sockets policy's calls to it, the rest (and
-/// a bind, once noted) to the observer, else let go on.
+/// One notification: a call today's programs refuse answered and counted
+/// (report.rs), the own-sockets policy's calls to it, the rest (and a
+/// bind, once noted) to the observer, else let go on.
 pub fn notified(
     listener: BorrowedFd<'_>,
+    refusals: Option<&mut Refusals>,
     sockets: Option<&mut Sockets>,
-    obs: Option<&mut Observer>,
+    mut obs: Option<&mut Observer>,
 ) {
     let Ok(notif) = sys::notif_recv(listener) else {
         return;
@@ -370,6 +369,11 @@ pub fn notified(
     static SYNC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !SYNC.swap(true, std::sync::atomic::Ordering::Relaxed) {
         sys::notif_sync_wake(listener);
+    }
+    if let Some(r) = refusals {
+        if r.handle(listener, &notif, obs.as_deref_mut()) {
+            return;
+        }
     }
     if let Some(s) = sockets {
         if let After::Done = s.handle(listener, &notif) {

@@ -25,6 +25,7 @@ use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 use nix::sys::signal::SigSet;
 
 use crate::error::{Step, errno, exec_exit_code};
+use crate::filter::Program;
 use crate::plan::{Channel, Kind, Plan, Way};
 use crate::sys;
 
@@ -61,14 +62,80 @@ pub fn run(
     } else {
         plan.filters.unix
     };
-    // The own-sockets policy: its unix filter, installed with a listener
-    // (its connects and binds, and an observed run's calls, go to the
-    // stub: the kernel allows one listener in a chain), sent to the stub
-    // and closed here (the command must not hold it). Without a listener
-    // the policy cannot hold: the filter that refuses every AF_UNIX
-    // socket instead, and the stub is told why. Observation alone is
-    // fail-open, as before.
-    let unix = match (plan.filters.own, listener_chan) {
+    // Where refusals are reported (report.rs), one program holds every
+    // rule and the listener, and the namespaces filter beside it keeps
+    // clone3's ENOSYS alone. Should the listener be refused: today's
+    // programs, all of them, and the stub is told why (never less than
+    // asked).
+    let mut namespaces = plan.filters.namespaces;
+    let unix = match (plan.filters.reporting, listener_chan) {
+        (Some(r), Some(to_stub)) => {
+            let prog = r.listener[usize::from(capfree)][usize::from(plan.observed)];
+            match sys::install_filter_listener(prog.bytes()) {
+                Ok(listener) => {
+                    let _ = sys::send_fd(to_stub, 0, Some(listener.as_raw_fd()));
+                    sys::raw_close(listener.into_raw_fd());
+                    namespaces = r.namespaces;
+                    None
+                }
+                Err(e) => {
+                    let _ = sys::send_fd(to_stub, e as i32, None);
+                    Some(deny)
+                }
+            }
+        }
+        _ => today(&plan, capfree, deny, listener_chan),
+    };
+    if let Some(unix) = unix {
+        if let Err(e) = sys::install_filter(unix.bytes()) {
+            chan.fail(Step::FilterUnix, e);
+        }
+    }
+    if let Some(ns) = namespaces {
+        if let Err(e) = sys::install_filter(ns.bytes()) {
+            chan.fail(Step::FilterNamespaces, e);
+        }
+    }
+    // The caller's terminal, when the stub's group had it: the command's
+    // group takes the foreground, SIGTTOU blocked meanwhile (this group is
+    // in the background until the call). Should it fail, the command runs
+    // in the background of the terminal, as with `&`.
+    if let Some(tty) = plan.tty {
+        let mut blocked = original_mask;
+        blocked.add(nix::sys::signal::Signal::SIGTTOU);
+        let _ = sys::set_sigmask(blocked.as_ref());
+        if let Err(e) = sys::raw_set_foreground(tty, sys::raw_getpid()) {
+            chan.report(Kind::Debug, Step::Foreground, e);
+        }
+        let _ = sys::set_sigmask(original_mask.as_ref());
+    }
+    // init's mounts (namespace way) and the stub's mount guard check are
+    // made meanwhile: the command runs only once each held. With no key to
+    // wait for (the capability-free way without a guard), no call.
+    if let Err(e) = gate.wait(keys) {
+        chan.fail(Step::Gate, e);
+    }
+    let err = errno(&sys::execvp(plan.exec));
+    chan.report(Kind::Fatal, Step::Exec, err);
+    sys::exit_now(exec_exit_code(err as i32))
+}
+
+/// Today's programs (refusals not reported). The own-sockets policy: its
+/// unix filter, installed with a listener
+/// (its connects and binds, and an observed run's calls, go to the
+/// stub: the kernel allows one listener in a chain), sent to the stub
+/// and closed here (the command must not hold it). Without a listener
+/// the policy cannot hold: the filter that refuses every AF_UNIX
+/// socket instead, and the stub is told why. Observation alone is
+/// fail-open, as before.
+/// Returns the program still to install.
+fn today(
+    plan: &Plan,
+    capfree: bool,
+    deny: Program,
+    listener_chan: Option<RawFd>,
+) -> Option<Program> {
+    match (plan.filters.own, listener_chan) {
         (Some(own), Some(to_stub)) => {
             let prog = match (capfree, plan.observed) {
                 (false, false) => own.unix,
@@ -105,37 +172,5 @@ pub fn run(
             Some(deny)
         }
         _ => Some(deny),
-    };
-    if let Some(unix) = unix {
-        if let Err(e) = sys::install_filter(unix.bytes()) {
-            chan.fail(Step::FilterUnix, e);
-        }
     }
-    if let Some(ns) = plan.filters.namespaces {
-        if let Err(e) = sys::install_filter(ns.bytes()) {
-            chan.fail(Step::FilterNamespaces, e);
-        }
-    }
-    // The caller's terminal, when the stub's group had it: the command's
-    // group takes the foreground, SIGTTOU blocked meanwhile (this group is
-    // in the background until the call). Should it fail, the command runs
-    // in the background of the terminal, as with `&`.
-    if let Some(tty) = plan.tty {
-        let mut blocked = original_mask;
-        blocked.add(nix::sys::signal::Signal::SIGTTOU);
-        let _ = sys::set_sigmask(blocked.as_ref());
-        if let Err(e) = sys::raw_set_foreground(tty, sys::raw_getpid()) {
-            chan.report(Kind::Debug, Step::Foreground, e);
-        }
-        let _ = sys::set_sigmask(original_mask.as_ref());
-    }
-    // init's mounts (namespace way) and the stub's mount guard check are
-    // made meanwhile: the command runs only once each held. With no key to
-    // wait for (the capability-free way without a guard), no call.
-    if let Err(e) = gate.wait(keys) {
-        chan.fail(Step::Gate, e);
-    }
-    let err = errno(&sys::execvp(plan.exec));
-    chan.report(Kind::Fatal, Step::Exec, err);
-    sys::exit_now(exec_exit_code(err as i32))
 }

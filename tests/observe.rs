@@ -302,18 +302,25 @@ fn writes_through_descriptors_xattrs_and_bind_are_reported() {
     }
 }
 
-/// Under the own-sockets policy the observe filter's calls share the unix
-/// filter's program (one listener in a chain): two filters, as an
-/// unobserved run; under `APPLY_SECCOMP_UNIX=deny` the observe filter is a
-/// third.
+/// The observe filter's calls share the listener's program (one listener
+/// in a chain): two filters, as an unobserved run; under
+/// `APPLY_SECCOMP_UNIX=deny` with refusals not reported
+/// (`APPLY_SECCOMP_REFUSALS=off`) the observe filter is a third.
 #[test]
 fn the_command_sees_its_filters_and_neither_variable() {
     let listener = Listener::new("obs-env");
     let sock = listener.path.to_string_lossy().into_owned();
     let script = "grep Seccomp_filters /proc/self/status; env | grep ^SRT_; ls /proc/self/fd";
     for (way, place, user) in common::ways_matrix() {
-        for (policy, filters) in [("own", "2"), ("deny", "3")] {
-            let env = [("APPLY_SECCOMP_UNIX", policy)];
+        for (policy, refusals, filters) in [
+            ("own", "on", "2"),
+            ("deny", "on", "2"),
+            ("deny", "off", "3"),
+        ] {
+            let env = [
+                ("APPLY_SECCOMP_UNIX", policy),
+                ("APPLY_SECCOMP_REFUSALS", refusals),
+            ];
             let observed = helper(
                 place,
                 user,
@@ -321,13 +328,17 @@ fn the_command_sees_its_filters_and_neither_variable() {
                     ("SRT_OBSERVE_SOCK", &sock),
                     ("SRT_ENCODED_CMD", "eA=="),
                     ("APPLY_SECCOMP_UNIX", policy),
+                    ("APPLY_SECCOMP_REFUSALS", refusals),
                 ],
                 &way.args(&["/bin/sh", "-c", script]),
             );
             let plain = helper(place, user, &env, &way.args(&["/bin/sh", "-c", script]));
             // No SRT_ variable; the same fds as an unobserved run (the
             // listener and the socket stay with the helper).
-            let what = format!("{way:?} {place:?} {user:?} {policy}: {}", stderr(&observed));
+            let what = format!(
+                "{way:?} {place:?} {user:?} {policy} {refusals}: {}",
+                stderr(&observed)
+            );
             assert_eq!(
                 stdout(&observed),
                 stdout(&plain).replace(
@@ -387,4 +398,38 @@ fn the_feature_probe_lists_observe() {
         "{}",
         stdout(&out)
     );
+}
+
+/// A refused call is a JSON line on the observation socket too (issue
+/// 44), with no `path` member (srt's monitor reads a path as a write):
+/// the call, its number, the errno, the program and its pid.
+#[test]
+fn a_refused_call_is_a_line_without_a_path() {
+    let Some(probe) = fixture().probe() else {
+        return;
+    };
+    let listener = Listener::new("obs-refused");
+    let sock = listener.path.to_string_lossy().into_owned();
+    for (way, place, user) in common::ways_matrix() {
+        let what = format!("{way:?} {place:?} {user:?}");
+        let out = helper(
+            place,
+            user,
+            &[("SRT_OBSERVE_SOCK", &sock), ("SRT_ENCODED_CMD", "eA==")],
+            &way.args(&[probe.to_str().unwrap(), "unix-dgram", "unshare-user"]),
+        );
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        let lines = listener.take();
+        let refused: Vec<&String> = lines.iter().filter(|l| l.contains("\"refused\"")).collect();
+        assert_eq!(refused.len(), 2, "{what}: {lines:?}");
+        assert!(
+            refused[0].starts_with("{\"refused\":\"socket(AF_UNIX, SOCK_DGRAM)\",\"nr\":")
+                && refused[0].contains(",\"errno\":1,\"comm\":\"probe\",\"pid\":")
+                && refused[0].ends_with(",\"encodedCommand\":\"eA==\"}"),
+            "{what}: {}",
+            refused[0]
+        );
+        assert!(refused[1].starts_with("{\"refused\":\"unshare(CLONE_NEWUSER)\""));
+        assert!(refused.iter().all(|l| !l.contains("\"path\"")), "{what}");
+    }
 }

@@ -349,7 +349,11 @@ fn the_library_violation_monitor_receives_our_events() {
         let mut cmd = Command::new("node");
         cmd.arg(&js)
             .arg(settings(&work, false))
-            .arg("echo changed > protected.txt; echo fine > scratch.txt; cat protected.txt");
+            // A refused call too: its line (no path) is ignored.
+            .arg(
+                "echo changed > protected.txt; echo fine > scratch.txt; cat protected.txt; \
+                 unshare -r true 2>/dev/null",
+            );
         let out = run_as(user, &work, cmd);
         let what = format!("library monitor as {user:?}");
         ours_ran(&out, &what);

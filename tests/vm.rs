@@ -968,6 +968,19 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                 &[("APPLY_SECCOMP_UNIX", "deny")],
                 &connect_case,
             );
+            // The refusal report on aarch64 (issue 44): the reported
+            // program's notifications answered with today's errnos, one
+            // line after a failed command.
+            s.case(
+                &format!("{tag}-refused"),
+                who,
+                &[],
+                &in_helper(&[
+                    "/bin/sh",
+                    "-c",
+                    &format!("{PROBE} unix-dgram unshare-user mount io-uring-setup; exit 3"),
+                ]),
+            );
             s.case(
                 &format!("{tag}-status"),
                 who,
@@ -1180,6 +1193,28 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                     );
                 }
             }
+
+            let refused = case("refused");
+            assert_eq!(refused.status, 3, "{}", ctx("refused"));
+            let got = probe_results(&refused.stdout);
+            for check in ["unix-dgram", "unshare-user", "mount", "io-uring-setup"] {
+                assert_eq!(
+                    got.get(check).map(String::as_str),
+                    Some("errno:EPERM"),
+                    "{check}: {}",
+                    ctx("refused")
+                );
+            }
+            assert!(
+                refused.stderr.lines().any(|l| l.starts_with(
+                    "apply-seccomp: the sandbox refused 4 calls: socket(AF_UNIX, SOCK_DGRAM) by \
+                     probe (pid "
+                ) && l.contains("unshare(CLONE_NEWUSER) by probe")
+                    && l.contains("mount by probe")
+                    && l.contains("io_uring_setup by probe")),
+                "{}",
+                ctx("refused")
+            );
 
             // The doctor: seccomp's actions asked with the raw aarch64
             // calls; the entry and a run of the helper work.

@@ -1,6 +1,7 @@
 //! The Unix socket settings of a run: the policy (`APPLY_SECCOMP_UNIX`)
-//! and the host sockets named (`APPLY_SECCOMP_ALLOW_UNIX`), read from
-//! the environment (pure).
+//! and the host sockets named (`APPLY_SECCOMP_ALLOW_UNIX`); and whether
+//! refused calls are reported (`APPLY_SECCOMP_REFUSALS`). Read from the
+//! environment (pure).
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -54,4 +55,18 @@ pub fn allowed_sockets(list: &OsStr) -> Result<Vec<PathBuf>, Error> {
         out.push(PathBuf::from(OsStr::from_bytes(entry)));
     }
     Ok(out)
+}
+
+/// `APPLY_SECCOMP_REFUSALS`: unset, empty or `on` (the default: refused
+/// calls counted and said, report.rs), or `off` (today's programs, no
+/// listener where nothing else needs one).
+pub fn refusals_reported(value: Option<&OsStr>) -> Result<bool, Error> {
+    match value.map(|v| v.as_bytes()) {
+        None | Some(b"" | b"on") => Ok(true),
+        Some(b"off") => Ok(false),
+        Some(other) => Err(Error::Usage(format!(
+            "APPLY_SECCOMP_REFUSALS={}: it takes on (the default) or off",
+            String::from_utf8_lossy(other)
+        ))),
+    }
 }

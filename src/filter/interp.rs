@@ -68,6 +68,7 @@ impl Decoded {
 }
 
 /// Runs `program` on `data`; returns the seccomp return value.
+#[cfg(test)]
 pub fn run(program: &[u8], data: &SeccompData) -> Result<u32, String> {
     execute(&decode(program), data)
 }

@@ -68,10 +68,14 @@ pub enum Set {
     UnixOwnObserve,
     /// `UnixOwnCapabilityFree` and `Observe` in one program.
     UnixOwnCapabilityFreeObserve,
+    /// The namespaces filter of a run that reports what it refused (a
+    /// [`Reported`] program holds its rules): `clone3`'s ENOSYS alone,
+    /// which is a fallback signal, not a refusal.
+    Clone3,
 }
 
 impl Set {
-    pub const ALL: [Set; 9] = [
+    pub const ALL: [Set; 10] = [
         Set::Unix,
         Set::Namespaces,
         Set::UnixCapabilityFree,
@@ -81,6 +85,7 @@ impl Set {
         Set::UnixOwnCapabilityFree,
         Set::UnixOwnObserve,
         Set::UnixOwnCapabilityFreeObserve,
+        Set::Clone3,
     ];
 
     /// Some calls are answered with SECCOMP_RET_USER_NOTIF: installed
@@ -88,7 +93,7 @@ impl Set {
     pub fn notifies(self) -> bool {
         !matches!(
             self,
-            Set::Unix | Set::Namespaces | Set::UnixCapabilityFree | Set::Stub
+            Set::Unix | Set::Namespaces | Set::UnixCapabilityFree | Set::Stub | Set::Clone3
         )
     }
 
@@ -103,9 +108,25 @@ impl Set {
             Set::UnixOwnCapabilityFree => "unix-own-capability-free",
             Set::UnixOwnObserve => "unix-own-observe",
             Set::UnixOwnCapabilityFreeObserve => "unix-own-capability-free-observe",
+            Set::Clone3 => "clone3",
         }
     }
+
+    /// `clone3` answers ENOSYS in this program.
+    pub fn has_clone3(self) -> bool {
+        matches!(self, Set::Namespaces | Set::Stub | Set::Clone3)
+    }
+
+    /// x86_64's x32 numbers are killed in this program (the unix ones).
+    pub fn kills_x32(self) -> bool {
+        !matches!(self, Set::Namespaces | Set::Observe | Set::Clone3)
+    }
 }
+
+// The listener's program of a run that reports what it refused.
+#[path = "reported.rs"]
+mod reported;
+pub use reported::Reported;
 
 // The observe filter's table: which calls are reported, and where each
 // finds the paths it writes.
@@ -140,8 +161,8 @@ pub struct Rule {
     pub notify: bool,
 }
 
-const AF_UNIX: u32 = 1;
-const AF_VSOCK: u32 = 40;
+pub const AF_UNIX: u32 = 1;
+pub const AF_VSOCK: u32 = 40;
 const SOCK_TYPE_MASK: u32 = 0xf;
 const SOCK_DGRAM: u32 = 2;
 /// `AF_UNIX` turns `SOCK_RAW` into `SOCK_DGRAM` (net/unix/af_unix.c).
@@ -151,13 +172,13 @@ const SOCK_RAW: u32 = 3;
 /// (`SOCK_NONBLOCK` 0x800, `SOCK_CLOEXEC` 0x80000: the same on x86_64
 /// and aarch64); any other bit there is EINVAL in the kernel.
 const UNIX_OWN_TYPES: &[u32] = &[1, 5, 0x801, 0x805, 0x8_0001, 0x8_0005, 0x8_0801, 0x8_0805];
-const CLONE_NEWNS: u32 = 0x0002_0000;
-const CLONE_NEWUSER: u32 = 0x1000_0000;
+pub const CLONE_NEWNS: u32 = 0x0002_0000;
+pub const CLONE_NEWUSER: u32 = 0x1000_0000;
 /// Pushes a byte into a terminal's input as if typed (CVE-2017-5226);
 /// `TIOCLINUX` subcode 2 pastes the console selection the same way. The
 /// same numbers on x86_64 and aarch64; `cmd` is an `unsigned int`.
-const TIOCSTI: u32 = 0x5412;
-const TIOCLINUX: u32 = 0x541c;
+pub const TIOCSTI: u32 = 0x5412;
+pub const TIOCLINUX: u32 = 0x541c;
 
 /// x32 syscall numbers have this bit set (x86_64 only).
 pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
@@ -172,27 +193,10 @@ pub const EPERM: u32 = 1;
 const PRIO_PROCESS: u32 = 0;
 const IOPRIO_WHO_PROCESS: u32 = 1;
 
-/// Syscall numbers that differ between the architectures.
-struct Numbers {
-    ioctl: u32,
-    socket: u32,
-    socketpair: u32,
-    connect: u32,
-    bind: u32,
-    unshare: u32,
-    clone: u32,
-    setns: u32,
-    mount: u32,
-    umount2: u32,
-    pivot_root: u32,
-    setpriority: u32,
-    ioprio_set: u32,
-    prlimit64: u32,
-    sched_setaffinity: u32,
-    sched_setscheduler: u32,
-    sched_setparam: u32,
-    sched_setattr: u32,
-}
+// The numbers that differ between the architectures.
+#[path = "numbers.rs"]
+mod numbers;
+pub use numbers::numbers;
 
 /// `connect` and `bind` of `arch`, for the stub (sockets.rs).
 pub fn connect_bind(arch: Arch) -> (u32, u32) {
@@ -200,63 +204,18 @@ pub fn connect_bind(arch: Arch) -> (u32, u32) {
     (n.connect, n.bind)
 }
 
-fn numbers(arch: Arch) -> Numbers {
-    match arch {
-        Arch::X86_64 => Numbers {
-            ioctl: 16,
-            socket: 41,
-            socketpair: 53,
-            connect: 42,
-            bind: 49,
-            unshare: 272,
-            clone: 56,
-            setns: 308,
-            mount: 165,
-            umount2: 166,
-            pivot_root: 155,
-            setpriority: 141,
-            ioprio_set: 251,
-            prlimit64: 302,
-            sched_setaffinity: 203,
-            sched_setscheduler: 144,
-            sched_setparam: 142,
-            sched_setattr: 314,
-        },
-        Arch::Aarch64 => Numbers {
-            ioctl: 29,
-            socket: 198,
-            socketpair: 199,
-            connect: 203,
-            bind: 200,
-            unshare: 97,
-            clone: 220,
-            setns: 268,
-            mount: 40,
-            umount2: 39,
-            pivot_root: 41,
-            setpriority: 140,
-            ioprio_set: 30,
-            prlimit64: 261,
-            sched_setaffinity: 122,
-            sched_setscheduler: 119,
-            sched_setparam: 118,
-            sched_setattr: 274,
-        },
-    }
-}
-
 // Numbers from the generic table, the same on x86_64 and aarch64.
-const IO_URING_SETUP: u32 = 425;
-const IO_URING_ENTER: u32 = 426;
-const IO_URING_REGISTER: u32 = 427;
-const OPEN_TREE: u32 = 428;
-const MOVE_MOUNT: u32 = 429;
-const FSOPEN: u32 = 430;
-const FSCONFIG: u32 = 431;
-const FSMOUNT: u32 = 432;
-const FSPICK: u32 = 433;
-const MOUNT_SETATTR: u32 = 442;
-const OPEN_TREE_ATTR: u32 = 467;
+pub const IO_URING_SETUP: u32 = 425;
+pub const IO_URING_ENTER: u32 = 426;
+pub const IO_URING_REGISTER: u32 = 427;
+pub const OPEN_TREE: u32 = 428;
+pub const MOVE_MOUNT: u32 = 429;
+pub const FSOPEN: u32 = 430;
+pub const FSCONFIG: u32 = 431;
+pub const FSMOUNT: u32 = 432;
+pub const FSPICK: u32 = 433;
+pub const MOUNT_SETATTR: u32 = 442;
+pub const OPEN_TREE_ATTR: u32 = 467;
 
 fn always(nr: u32) -> Rule {
     Rule {
@@ -407,6 +366,7 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
             }
             all
         }
+        Set::Clone3 => Vec::new(),
         Set::Observe => observed(arch)
             .into_iter()
             .map(|o| Rule {

@@ -459,13 +459,26 @@ fn embedded_programs_validate() {
     ] {
         assert!(super::Program::new(bytes).is_ok());
     }
-    let f = super::filters(false, true).expect("valid");
+    let f = super::filters(false, true, true).expect("valid");
     assert!(f.own.is_some());
-    assert!(super::filters(false, false).expect("valid").own.is_none());
+    assert!(f.reporting.is_some_and(|r| r.namespaces.is_some()));
+    assert!(
+        super::filters(false, false, true)
+            .expect("valid")
+            .own
+            .is_none()
+    );
+    assert!(
+        super::filters(false, true, false)
+            .expect("valid")
+            .reporting
+            .is_none()
+    );
     assert!(f.namespaces.is_some());
     assert_ne!(f.stub.bytes(), f.unix.bytes(), "the stub's: both rule sets");
-    let nested = super::filters(true, true).expect("valid");
+    let nested = super::filters(true, true, true).expect("valid");
     assert!(nested.namespaces.is_none());
+    assert!(nested.reporting.is_some_and(|r| r.namespaces.is_none()));
     assert_eq!(
         nested.stub.bytes(),
         nested.unix.bytes(),

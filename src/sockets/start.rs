@@ -53,7 +53,9 @@ impl Sockets {
         for r in &self.refusals {
             note.push_str(&format!(
                 "; refused: {} (pid {}) to {}",
-                r.comm, r.pid, r.target
+                r.who.comm,
+                r.who.pid.map_or("?".to_string(), |p| p.to_string()),
+                crate::report::printable(&r.target, 64)
             ));
         }
         note
@@ -117,6 +119,11 @@ impl Sockets {
             refusals: Vec::new(),
             to_named: 0,
         })
+    }
+
+    /// `/proc` as the caller sees it, held for the run.
+    pub fn proc_dir(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.proc_dir)
     }
 
     /// Whether the socket file `st` describes is one the user named, and

@@ -39,6 +39,7 @@ pub(super) fn refused_before_start(
         observe_errors,
         guard_note: "mount guard: a required mount was gone before the command".into(),
         unix_note: String::new(),
+        refusal_line: None,
         lost: Some(lost),
     }
 }

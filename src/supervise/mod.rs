@@ -78,14 +78,12 @@ use std::os::fd::AsRawFd;
 use nix::fcntl::OFlag;
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
-use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use nix::unistd::Pid;
 
 use crate::error::{EXIT_SETUP, Error, Step};
 use crate::guard::{Guard, Lost, Pid1};
 use crate::observe::Observer;
 use crate::plan::{Channel, Kind, Plan, Report, Way};
-use crate::sockets::Sockets;
 use crate::sys;
 use crate::terminal::Terminal;
 use crate::worker;
@@ -93,11 +91,13 @@ use crate::worker;
 mod end;
 mod holder;
 mod init;
+mod listener;
 mod serve;
 
 use end::{end_child, refused_before_start};
 use holder::start_holder;
 use init::{InitArgs, inner_init};
+use listener::{Listening, listening};
 use serve::{Job, end_leftovers, read_reports, supervise};
 
 /// Signals relayed from the stub to init and from init to the worker.
@@ -137,6 +137,9 @@ pub struct Outcome {
     /// The Unix socket policy in force and what it decided, for
     /// `SRT_DEBUG`.
     pub unix_note: String,
+    /// Refused calls (report.rs): the line, where the command failed or
+    /// with `SRT_DEBUG`.
+    pub refusal_line: Option<String>,
 }
 
 fn signal_set() -> SigSet {
@@ -170,36 +173,14 @@ pub fn run(
     // gone. The stub reads, init and the worker write.
     let (ours, theirs) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
         .map_err(|e| Error::setup(Step::ControlChannel, e))?;
-    // The own-sockets policy's handles, before init mounts its /proc.
-    // Without them the worker gets the filter that refuses every AF_UNIX
-    // socket (never less than asked).
     let mut plan = plan;
-    let (mut sockets, mut unix_note) = Sockets::start(plan.filters.own.is_some(), named);
-    if sockets.is_none() {
-        plan.filters.own = None;
-    }
-    // The worker passes the listener (own sockets, observation) over this
-    // one. Observation is fail-open: without it the run goes on
-    // unobserved; the own-sockets policy is not, and a run without the
-    // pair does not start.
-    let mut observe_errors = Vec::new();
-    let pair = || {
-        socketpair(
-            AddressFamily::Unix,
-            SockType::SeqPacket,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-    };
-    let listener_pair = match (observer.is_some() || sockets.is_some()).then(pair) {
-        Some(Err(e)) if sockets.is_some() => return Err(Error::setup(Step::ControlChannel, e)),
-        Some(Err(e)) => {
-            observe_errors.push(format!("socketpair: {}", e.desc()));
-            observer = None;
-            None
-        }
-        other => other.and_then(Result::ok),
-    };
+    let Listening {
+        mut sockets,
+        mut unix_note,
+        mut refusals,
+        pair: listener_pair,
+        mut observe_errors,
+    } = listening(&mut plan, &mut observer, named)?;
     // The stub stays outside the command's PID namespace but shares its
     // user namespace (and, for a root caller, its capabilities there). Where
     // the fresh /proc is refused (under bubblewrap's --proc) the command can
@@ -358,6 +339,7 @@ pub fn run(
         chan,
         observer: observer.as_deref_mut(),
         sockets: sockets.as_mut(),
+        refusals: refusals.as_mut(),
         unix_note: &mut unix_note,
     });
     let job = terminal.as_ref().map(|terminal| Job { terminal });
@@ -382,6 +364,20 @@ pub fn run(
             unix_note = s.note();
         }
     }
+    // The connects the socket policy refused are refusals too.
+    if let (Some(r), Some(s)) = (refusals.as_mut(), sockets.as_ref()) {
+        for refusal in &s.refusals {
+            r.note(
+                crate::report::connect_call(&refusal.target),
+                refusal.who.clone(),
+            );
+        }
+        r.count += s.refused - s.refusals.len() as u64;
+    }
+    let refusal_line = refusals
+        .as_ref()
+        .filter(|_| status != 0 || debug)
+        .and_then(|r| r.line(debug));
     // Its descriptors go with the stub's exit, soon after.
     std::mem::forget(sockets);
     if let Way::CapabilityFree { .. } = plan.way {
@@ -404,6 +400,7 @@ pub fn run(
         lost,
         guard_note,
         unix_note,
+        refusal_line,
     })
 }
 

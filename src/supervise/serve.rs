@@ -15,6 +15,7 @@ use nix::unistd::Pid;
 
 use crate::guard::{Guard, Lost};
 use crate::observe::Observer;
+use crate::report::Refusals;
 use crate::sockets::Sockets;
 use crate::sys;
 use crate::terminal::Terminal;
@@ -164,6 +165,7 @@ pub(super) struct Notify<'a> {
     pub(super) chan: OwnedFd,
     pub(super) observer: Option<&'a mut Observer>,
     pub(super) sockets: Option<&'a mut Sockets>,
+    pub(super) refusals: Option<&'a mut Refusals>,
     /// Set when the own-sockets policy could not be kept (the worker then
     /// refused every AF_UNIX socket).
     pub(super) unix_note: &'a mut String,
@@ -190,9 +192,15 @@ pub(super) fn serve(
     let capfree = matches!(way, Way::CapabilityFree { .. });
     let mut control = (!capfree && (job.is_some() || status_from_init)).then_some(ours);
     let untraced = job.is_some() && capfree;
-    let (mut obs, mut chan, mut sockets, mut unix_note) = match notify {
-        Some(n) => (n.observer, Some(n.chan), n.sockets, Some(n.unix_note)),
-        None => (None, None, None, None),
+    let (mut obs, mut chan, mut sockets, mut unix_note, mut refusals) = match notify {
+        Some(n) => (
+            n.observer,
+            Some(n.chan),
+            n.sockets,
+            Some(n.unix_note),
+            n.refusals,
+        ),
+        None => (None, None, None, None, None),
     };
     let mut listener: Option<ManuallyDrop<OwnedFd>> = None;
     let mut lost = None;
@@ -262,27 +270,14 @@ pub(super) fn serve(
         // One message at most: the channel is done either way.
         if chan_at.is_some_and(|at| !ready[at].is_empty()) {
             if let Some(c) = chan.take().map(ManuallyDrop::new) {
-                match sys::recv_fd(c.as_fd()) {
-                    Ok(Some((0, Some(fd)))) => listener = Some(ManuallyDrop::new(fd)),
-                    Ok(Some((errno, _))) => {
-                        let text = format!("seccomp listener: {}", Errno::from_raw(errno).desc());
-                        if let Some(o) = obs.as_mut() {
-                            o.init_error(&text);
-                            errors.push(text.clone());
-                        }
-                        // The worker refused every AF_UNIX socket instead.
-                        if sockets.take().is_some() {
-                            if let Some(note) = unix_note.as_deref_mut() {
-                                *note = format!(
-                                    "unix sockets: none (the own-sockets policy needs a \
-                                     {text}: the unix filter refuses every AF_UNIX socket)"
-                                );
-                            }
-                        }
-                    }
-                    // EOF: init and the worker ended before sending.
-                    _ => {}
-                }
+                listener = super::listener::receive(
+                    &c,
+                    &mut obs,
+                    errors,
+                    &mut sockets,
+                    unix_note.as_deref_mut(),
+                )
+                .map(ManuallyDrop::new);
             }
         }
         if let (Some(l), Some(s)) = (&listener, sockets.as_deref_mut()) {
@@ -299,7 +294,12 @@ pub(super) fn serve(
         if let Some(at) = listener_at {
             if ready[at].contains(PollFlags::POLLIN) {
                 if let Some(l) = &listener {
-                    crate::sockets::notified(l.as_fd(), sockets.as_deref_mut(), obs.as_deref_mut());
+                    crate::sockets::notified(
+                        l.as_fd(),
+                        refusals.as_deref_mut(),
+                        sockets.as_deref_mut(),
+                        obs.as_deref_mut(),
+                    );
                 }
             } else if ready[at]
                 .intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)

@@ -620,6 +620,18 @@ int main(int argc, char **argv) {
       result("connect-path", r, errno);
       if (fd >= 0) close(fd);
     }
+    else if (!strncmp(c, "refuse-loop:", 12)) {
+      /* A refused call N times (report.rs's count): how many EPERM, and
+         the mean time of one. */
+      long n = atol(c + 12), eperm = 0;
+      struct timespec a, b;
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      for (long i = 0; i < n; i++)
+        if (syscall(SYS_socket, AF_UNIX, SOCK_DGRAM, 0) < 0 && errno == EPERM) eperm++;
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      printf("refuse-loop=eperm:%ld\nrefuse-loop-ns=%ld\n", eperm,
+             n ? ((b.tv_sec - a.tv_sec) * 1000000000L + b.tv_nsec - a.tv_nsec) / n : 0);
+    }
     else if (!strcmp(c, "own-unix")) own_connect(c, 0);
     else if (!strcmp(c, "own-tcp")) own_connect(c, 1);
     else if (!strncmp(c, "outside:", 8)) outside_calls("outside", (pid_t)atoi(c + 8));
