@@ -178,10 +178,13 @@ impl Observer {
         self.push(init_error_line(message) + "\n");
     }
 
-    /// Handles one notification received on `listener`: reads its paths,
-    /// lets the call continue, queues its lines. Errors are the target's
-    /// (gone, or not readable): nothing to report.
-    pub fn handle_notif(&mut self, listener: BorrowedFd<'_>, notif: &libc::seccomp_notif) {
+    /// One notification received on the listener, its paths read while
+    /// the call waits; [`Observer::finish`] lets it go on. Errors are the
+    /// target's (gone, or not readable): nothing to report. `read_only`:
+    /// the writes aimed at a read-only place (the sandbox's read-only
+    /// mounts refuse them with EROFS: the kernel, not a filter), for the
+    /// refusal report (report.rs): the call's name and the path.
+    pub fn look(&self, notif: &libc::seccomp_notif) -> Looked {
         let entry = self
             .table
             .iter()
@@ -194,18 +197,43 @@ impl Observer {
                 paths.extend(self.resolve(pid, &notif.data.args, arg));
             }
         }
+        // The same mounts as the command's: the stub shares its mount
+        // namespace and its root.
+        let read_only = entry
+            .map(|e| {
+                paths
+                    .iter()
+                    .filter(|p| on_read_only_mount(p))
+                    .map(|p| (e.name, p.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Looked {
+            entry,
+            paths,
+            read_only,
+        }
+    }
+
+    /// Lets the call [`Observer::look`] read go on, and queues its lines.
+    pub fn finish(
+        &mut self,
+        listener: BorrowedFd<'_>,
+        notif: &libc::seccomp_notif,
+        looked: Looked,
+    ) {
         // The pid is the thread's only while it still waits on us.
         let valid = sys::notif_id_valid(listener, notif.id);
         let _ = sys::notif_continue(listener, notif.id);
-        let (Some(entry), true) = (entry, valid) else {
+        let (Some(entry), true) = (looked.entry, valid) else {
             return;
         };
-        for path in paths {
+        for path in looked.paths {
             self.report(format!(
                 "{{\"nr\":{},\"syscall\":\"{}\",\"pid\":{},\"path\":{}",
                 entry.nr,
                 entry.name,
-                pid,
+                notif.pid,
                 json::string(&path)
             ));
         }
@@ -288,6 +316,29 @@ fn join(base: &OsString, path: &[u8]) -> Vec<u8> {
         out.extend_from_slice(path);
     }
     out
+}
+
+/// What [`Observer::look`] read of one call.
+pub struct Looked {
+    entry: Option<rules::Observed>,
+    paths: Vec<Vec<u8>>,
+    pub read_only: Vec<(&'static str, Vec<u8>)>,
+}
+
+/// Whether `path` (absolute, in the command's view) lies on a read-only
+/// mount: its nearest existing folder's, for a file still to be made.
+fn on_read_only_mount(path: &[u8]) -> bool {
+    let mut p = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
+    loop {
+        match nix::sys::statvfs::statvfs(p) {
+            Ok(st) => return st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY),
+            Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => match p.parent() {
+                Some(parent) => p = parent,
+                None => return false,
+            },
+            Err(_) => return false,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,11 @@ use crate::json;
 use crate::observe::Observer;
 use crate::sys;
 
+mod describe;
+
+pub use describe::{connect_call, printable, who_at};
+use describe::{describe, syscall_of};
+
 const SECCOMP_RET_ACTION_FULL: u32 = 0xffff_0000;
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 /// Calls kept apart by what and who; the rest only counted.
@@ -65,6 +70,9 @@ pub struct Refusals {
     /// Every refused call.
     pub count: u64,
     groups: Vec<Group>,
+    /// Every refused call by its name (`socket`, `unshare`, ...): a few
+    /// dozen names at most.
+    by_name: Vec<(String, u64)>,
     /// The last pid asked about, and the answer.
     last: Option<(i32, Who)>,
 }
@@ -102,6 +110,7 @@ impl Refusals {
             _proc_dir: own,
             count: 0,
             groups: Vec::new(),
+            by_name: Vec::new(),
             last: None,
         })
     }
@@ -165,6 +174,11 @@ impl Refusals {
     /// refused).
     pub fn note(&mut self, call: String, who: Who) {
         self.count += 1;
+        let name = syscall_of(&call);
+        match self.by_name.iter_mut().find(|(n, _)| n == name) {
+            Some((_, n)) => *n += 1,
+            None => self.by_name.push((name.to_string(), 1)),
+        }
         if let Some(g) = self
             .groups
             .iter_mut()
@@ -216,7 +230,30 @@ impl Refusals {
             .collect();
         let listed: u64 = self.groups.iter().take(shown).map(|g| g.count).sum();
         if self.count > listed {
-            parts.push(format!("{} more", self.count - listed));
+            // The rest by call: every call's name is in the line.
+            let rest: Vec<String> = self
+                .by_name
+                .iter()
+                .filter_map(|(name, all)| {
+                    let shown_here: u64 = self
+                        .groups
+                        .iter()
+                        .take(shown)
+                        .filter(|g| syscall_of(&g.call) == name)
+                        .map(|g| g.count)
+                        .sum();
+                    let left = all - shown_here;
+                    (left > 0).then(|| match left {
+                        1 => name.clone(),
+                        n => format!("{name} x{n}"),
+                    })
+                })
+                .collect();
+            parts.push(format!(
+                "{} more ({})",
+                self.count - listed,
+                rest.join(", ")
+            ));
         }
         Some(format!(
             "apply-seccomp: the sandbox refused {} call{}: {}: sandbox policy, not a fault of \
@@ -247,149 +284,59 @@ fn program(set: rules::Set) -> Result<Program, String> {
     filter::program(set.name()).map_err(|e| e.to_string())
 }
 
-/// Who `pid` is, from `/proc/PID/comm` and `status` under `proc_dir`: its
-/// name made printable (a command's name may hold any byte but NUL;
-/// status escapes some) and its pid in the innermost namespace. Gone: `?`
-/// and the pid given.
-pub fn who_at(proc_dir: std::os::fd::RawFd, pid: i32) -> Who {
-    let read = |file: &str| {
-        std::ffi::CString::new(format!("{pid}/{file}"))
-            .ok()
-            .and_then(|name| sys::read_file_at(proc_dir, &name).ok())
-            .unwrap_or_default()
-    };
-    let comm = read("comm");
-    let comm = comm.strip_suffix(b"\n").unwrap_or(&comm);
-    let comm = if comm.is_empty() {
-        "?".to_string()
-    } else {
-        printable(&String::from_utf8_lossy(comm), COMM_MAX)
-    };
-    let status = read("status");
-    let text = String::from_utf8_lossy(&status);
-    let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key));
-    let inner = field("NSpid:")
-        .and_then(|v| v.split_whitespace().last())
-        .and_then(|v| v.parse().ok());
-    Who { comm, pid: inner }
-}
-
-/// `text` with every byte outside printable ASCII as `?`, at most `max`
-/// characters: nothing of a command's can break the line or steer the
-/// terminal.
-pub fn printable(text: &str, max: usize) -> String {
-    let mut out: String = text
-        .chars()
-        .take(max)
-        .map(|c| {
-            if c == ' ' || c.is_ascii_graphic() {
-                c
-            } else {
-                '?'
-            }
-        })
-        .collect();
-    if text.chars().count() > max {
-        out.push_str("...");
-    }
-    out
-}
-
-/// A refused connect's target, for the line.
-pub fn connect_call(target: &str) -> String {
-    format!("connect({})", printable(target, ARG_MAX))
-}
-
-/// The call and its deciding argument, as a person writes it.
-fn describe(audit_arch: u32, data: &libc::seccomp_data) -> String {
-    let nr = data.nr as u32;
-    let arg = |i: usize| data.args[i] as u32;
-    if audit_arch != filter::AUDIT_ARCH {
-        return format!("syscall {nr} of another architecture");
-    }
-    let n = rules::numbers(filter::ARCH);
-    let family = |f: u32| match f {
-        rules::AF_UNIX => "AF_UNIX".to_string(),
-        rules::AF_VSOCK => "AF_VSOCK".to_string(),
-        other => format!("family {other}"),
-    };
-    let kind = |t: u32| match t & 0xf {
-        1 => "SOCK_STREAM".to_string(),
-        2 => "SOCK_DGRAM".to_string(),
-        3 => "SOCK_RAW".to_string(),
-        5 => "SOCK_SEQPACKET".to_string(),
-        other => format!("type {other}"),
-    };
-    let ns_flags = |f: u32| {
-        let mut names = Vec::new();
-        if f & rules::CLONE_NEWUSER != 0 {
-            names.push("CLONE_NEWUSER");
-        }
-        if f & rules::CLONE_NEWNS != 0 {
-            names.push("CLONE_NEWNS");
-        }
-        names.join("|")
-    };
-    let name = match nr {
-        _ if nr == n.socket => return format!("socket({}, {})", family(arg(0)), kind(arg(1))),
-        _ if nr == n.socketpair => {
-            return format!("socketpair({}, {})", family(arg(0)), kind(arg(1)));
-        }
-        _ if nr == n.unshare => return format!("unshare({})", ns_flags(arg(0))),
-        _ if nr == n.clone => return format!("clone({})", ns_flags(arg(0))),
-        _ if nr == n.ioctl => {
-            return match arg(1) {
-                rules::TIOCSTI => "ioctl(TIOCSTI)".into(),
-                rules::TIOCLINUX => "ioctl(TIOCLINUX)".into(),
-                other => format!("ioctl({other:#x})"),
-            };
-        }
-        _ if nr == n.setns => "setns",
-        _ if nr == n.mount => "mount",
-        _ if nr == n.umount2 => "umount2",
-        _ if nr == n.pivot_root => "pivot_root",
-        _ if nr == n.setpriority => "setpriority",
-        _ if nr == n.ioprio_set => "ioprio_set",
-        _ if nr == n.prlimit64 => "prlimit64",
-        _ if nr == n.sched_setaffinity => "sched_setaffinity",
-        _ if nr == n.sched_setscheduler => "sched_setscheduler",
-        _ if nr == n.sched_setparam => "sched_setparam",
-        _ if nr == n.sched_setattr => "sched_setattr",
-        rules::IO_URING_SETUP => "io_uring_setup",
-        rules::IO_URING_ENTER => "io_uring_enter",
-        rules::IO_URING_REGISTER => "io_uring_register",
-        rules::OPEN_TREE => "open_tree",
-        rules::MOVE_MOUNT => "move_mount",
-        rules::FSOPEN => "fsopen",
-        rules::FSCONFIG => "fsconfig",
-        rules::FSMOUNT => "fsmount",
-        rules::FSPICK => "fspick",
-        rules::MOUNT_SETATTR => "mount_setattr",
-        rules::OPEN_TREE_ATTR => "open_tree_attr",
-        _ => return format!("syscall {nr}"),
-    };
-    // The calls aimed at another process (the capability-free way) name
-    // it; the rest have no argument worth a word.
-    if [
-        n.setpriority,
-        n.ioprio_set,
-        n.prlimit64,
-        n.sched_setaffinity,
-        n.sched_setscheduler,
-        n.sched_setparam,
-        n.sched_setattr,
-    ]
-    .contains(&nr)
-    {
-        format!("{name}(another process)")
-    } else {
-        name.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn refusals() -> Refusals {
+        Refusals {
+            chain: Vec::new(),
+            decoded: Vec::new(),
+            audit_arch: filter::AUDIT_ARCH,
+            proc_dir: -1,
+            _proc_dir: None,
+            count: 0,
+            groups: Vec::new(),
+            by_name: Vec::new(),
+            last: None,
+        }
+    }
+
+    #[test]
+    fn the_line_names_every_call_even_past_the_kinds_shown() {
+        let mut r = refusals();
+        assert_eq!(r.line(false), None);
+        for pid in 1..=40 {
+            let who = Who {
+                comm: "p".into(),
+                pid: Some(pid),
+            };
+            r.note("socket(AF_UNIX, SOCK_DGRAM)".into(), who.clone());
+            r.note("socket(AF_UNIX, SOCK_DGRAM)".into(), who);
+        }
+        r.note(
+            "mount".into(),
+            Who {
+                comm: "m".into(),
+                pid: None,
+            },
+        );
+        let line = r.line(false).unwrap();
+        assert!(line.starts_with(
+            "apply-seccomp: the sandbox refused 81 calls: socket(AF_UNIX, SOCK_DGRAM) x2 by p \
+             (pid 1), "
+        ));
+        // 12 kinds shown (24 calls), 32 kept; mount was past them.
+        assert!(
+            line.contains("(pid 12), 57 more (socket x56, mount): sandbox policy"),
+            "{line}"
+        );
+        let every = r.line(true).unwrap();
+        assert!(
+            every.contains("(pid 32), 17 more (socket x16, mount): "),
+            "{every}"
+        );
+    }
 
     #[test]
     fn printable_keeps_nothing_that_steers_a_terminal() {

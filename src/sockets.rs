@@ -370,7 +370,8 @@ pub fn notified(
     if !SYNC.swap(true, std::sync::atomic::Ordering::Relaxed) {
         sys::notif_sync_wake(listener);
     }
-    if let Some(r) = refusals {
+    let mut refusals = refusals;
+    if let Some(r) = refusals.as_deref_mut() {
         if r.handle(listener, &notif, obs.as_deref_mut()) {
             return;
         }
@@ -381,7 +382,19 @@ pub fn notified(
         }
     }
     match obs {
-        Some(o) => o.handle_notif(listener, &notif),
+        Some(o) => {
+            // Writes the read-only mounts refuse count where observation
+            // sees them (who, while the call waits).
+            let mut looked = o.look(&notif);
+            if let Some(r) = refusals.filter(|_| !looked.read_only.is_empty()) {
+                let who = r.who(notif.pid as i32);
+                for (name, path) in std::mem::take(&mut looked.read_only) {
+                    let path = crate::report::printable(&String::from_utf8_lossy(&path), 108);
+                    r.note(format!("{name}({path}: read-only)"), who.clone());
+                }
+            }
+            o.finish(listener, &notif, looked);
+        }
         None => {
             let _ = sys::notif_continue(listener, notif.id);
         }

@@ -433,3 +433,50 @@ fn a_refused_call_is_a_line_without_a_path() {
         assert!(refused.iter().all(|l| !l.contains("\"path\"")), "{what}");
     }
 }
+
+/// Where writes are observed, a write the sandbox's read-only mounts
+/// refuse (EROFS, the kernel's answer, no filter's) counts in the refusal
+/// line (issue 44); unobserved, it cannot be seen without a round trip
+/// for every write, and is not. Under bubblewrap, whose `/` is read-only.
+#[test]
+fn an_observed_write_to_a_read_only_place_is_a_refusal() {
+    let listener = Listener::new("obs-read-only");
+    let sock = listener.path.to_string_lossy().into_owned();
+    let target = "/etc/apply-seccomp-read-only-test";
+    let script = format!("echo x > {target}; exit 1");
+    for (way, place, user) in common::ways_matrix() {
+        if place != Place::Bwrap {
+            continue;
+        }
+        let what = format!("{way:?} {place:?} {user:?}");
+        let observed = helper(
+            place,
+            user,
+            &[("SRT_OBSERVE_SOCK", &sock)],
+            &way.args(&["/bin/sh", "-c", &script]),
+        );
+        let _ = listener.take();
+        assert_eq!(observed.status.code(), Some(1), "{what}");
+        assert!(
+            stderr(&observed).contains("Read-only file system"),
+            "{what}"
+        );
+        let line = stderr(&observed)
+            .lines()
+            .find(|l| l.starts_with("apply-seccomp: the sandbox refused "))
+            .map(str::to_string);
+        assert!(
+            line.as_deref().is_some_and(|l| l.starts_with(&format!(
+                "apply-seccomp: the sandbox refused 1 call: openat({target}: read-only) by sh (pid "
+            ))),
+            "{what}: {}",
+            stderr(&observed)
+        );
+        let plain = helper(place, user, &[], &way.args(&["/bin/sh", "-c", &script]));
+        assert!(
+            !stderr(&plain).contains("the sandbox refused"),
+            "{what}: {}",
+            stderr(&plain)
+        );
+    }
+}

@@ -316,3 +316,29 @@ fn a_connect_the_socket_policy_refused_is_named() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[test]
+fn a_command_ended_by_a_signal_gets_the_line() {
+    if probe().is_none() {
+        return;
+    }
+    for (place, user) in matrix() {
+        let what = format!("{place:?} {user:?}");
+        let o = sh(
+            place,
+            user,
+            Way::Auto,
+            &[],
+            "{probe} io-uring-setup; kill -TERM $$",
+        );
+        assert_eq!(o.status.code(), Some(128 + 15), "{what}: {}", stderr(&o));
+        let lines = refusal_lines(&o);
+        assert_eq!(lines.len(), 1, "{what}: {}", stderr(&o));
+        assert!(
+            lines[0]
+                .starts_with("apply-seccomp: the sandbox refused 1 call: io_uring_setup by probe"),
+            "{what}: {}",
+            lines[0]
+        );
+    }
+}

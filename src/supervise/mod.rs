@@ -378,8 +378,9 @@ pub fn run(
         .as_ref()
         .filter(|_| status != 0 || debug)
         .and_then(|r| r.line(debug));
-    // Its descriptors go with the stub's exit, soon after.
+    // Their descriptors and memory go with the stub's exit, soon after.
     std::mem::forget(sockets);
+    std::mem::forget(refusals);
     if let Way::CapabilityFree { .. } = plan.way {
         end_leftovers();
     }
