@@ -55,7 +55,10 @@ use std::path::PathBuf;
 #[allow(dead_code)]
 mod rules;
 
-use rules::{Arch, Cond, Reported, Rule, Set};
+use rules::{
+    Arch, Cond, Reported, Rule, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS,
+    SECCOMP_RET_USER_NOTIF, Set,
+};
 
 const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_ALU_AND_K: u16 = 0x54;
@@ -64,10 +67,6 @@ const BPF_JMP_JGT_K: u16 = 0x25;
 const BPF_JMP_JGE_K: u16 = 0x35;
 const BPF_JMP_JSET_K: u16 = 0x45;
 const BPF_RET_K: u16 = 0x06;
-const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
-const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
-const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
-const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 const AUDIT_ARCH_AARCH64: u32 = 0xc000_00b7;
 /// `struct seccomp_data`: nr, arch, instruction_pointer, args[6].
@@ -519,7 +518,10 @@ fn write(out: &std::path::Path, arch: Arch, name: &str, prog: Result<Vec<Insn>, 
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=src/filter/rules.rs");
+    // rules.rs and the files it includes (`#[path]`).
+    for file in ["rules.rs", "numbers.rs", "observed.rs", "reported.rs"] {
+        println!("cargo:rerun-if-changed=src/filter/{file}");
+    }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     // The target's programs, by name, for src/filter.rs to embed.
     let target = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();

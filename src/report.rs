@@ -17,7 +17,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use nix::errno::Errno;
 
-use crate::filter::interp::{Decoded, SeccompData};
+use crate::filter::interp::{Decoded, SeccompData, run_chain};
+use crate::filter::rules::{EPERM, SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ERRNO};
 use crate::filter::{self, Program, rules};
 use crate::json;
 use crate::observe::Observer;
@@ -28,8 +29,6 @@ mod describe;
 pub use describe::{connect_call, printable, who_at};
 use describe::{describe, syscall_of};
 
-const SECCOMP_RET_ACTION_FULL: u32 = 0xffff_0000;
-const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 /// Calls kept apart by what and who; the rest only counted.
 const KEPT: usize = 32;
 /// Of them, how many the line shows when the command failed (all with
@@ -58,11 +57,10 @@ pub struct Who {
 }
 
 pub struct Refusals {
-    /// Today's programs, newest first; decoded at the first notification
-    /// (a run that makes none pays nothing).
+    /// Today's programs, in the order installed; decoded at the first
+    /// notification (a run that makes none pays nothing).
     chain: Vec<Program>,
     decoded: Vec<Decoded>,
-    audit_arch: u32,
     /// `/proc` as the caller sees it, opened before init mounts its own:
     /// the own-sockets policy's, or this one's.
     proc_dir: RawFd,
@@ -97,13 +95,12 @@ impl Refusals {
             ),
         };
         let mut chain = Vec::new();
-        for set in reported.today().into_iter().rev() {
+        for set in reported.today() {
             chain.push(program(set)?);
         }
         Ok(Refusals {
             chain,
             decoded: Vec::new(),
-            audit_arch: filter::AUDIT_ARCH,
             proc_dir: proc_dir
                 .or(own.as_ref().map(|d| d.as_raw_fd()))
                 .unwrap_or(-1),
@@ -126,16 +123,8 @@ impl Refusals {
             instruction_pointer: data.instruction_pointer,
             args: data.args,
         };
-        let mut strictest: Option<u32> = None;
-        for prog in &self.decoded {
-            // A program that cannot run here refuses: never less than asked.
-            let ret = prog.run(&data).unwrap_or(SECCOMP_RET_ERRNO | rules::EPERM);
-            let action = |r: u32| (r & SECCOMP_RET_ACTION_FULL) as i32;
-            if strictest.is_none_or(|s| action(ret) < action(s)) {
-                strictest = Some(ret);
-            }
-        }
-        let ret = strictest?;
+        // A chain that cannot run here refuses: never less than asked.
+        let ret = run_chain(&self.decoded, &data).unwrap_or(SECCOMP_RET_ERRNO | EPERM);
         (ret & SECCOMP_RET_ACTION_FULL == SECCOMP_RET_ERRNO)
             .then(|| Errno::from_raw((ret & 0xffff) as i32))
     }
@@ -155,7 +144,7 @@ impl Refusals {
         // may be gone, and its /proc files with it.
         let who = self.who(notif.pid as i32);
         let _ = sys::notif_answer(listener, notif.id, Err(errno));
-        let call = describe(self.audit_arch, &notif.data);
+        let call = describe(&notif.data);
         if let Some(o) = observer {
             o.refusal(&format!(
                 "\"refused\":{},\"nr\":{},\"errno\":{},\"comm\":{},\"pid\":{}",
@@ -173,12 +162,7 @@ impl Refusals {
     /// Counts a refused call already answered (a connect sockets.rs
     /// refused).
     pub fn note(&mut self, call: String, who: Who) {
-        self.count += 1;
-        let name = syscall_of(&call);
-        match self.by_name.iter_mut().find(|(n, _)| n == name) {
-            Some((_, n)) => *n += 1,
-            None => self.by_name.push((name.to_string(), 1)),
-        }
+        self.note_unnamed(syscall_of(&call), 1);
         if let Some(g) = self
             .groups
             .iter_mut()
@@ -192,6 +176,16 @@ impl Refusals {
                 pid: who.pid,
                 count: 1,
             });
+        }
+    }
+
+    /// Counts `times` refused calls of `name` kept apart from no other
+    /// (connects past those sockets.rs kept with their details).
+    pub fn note_unnamed(&mut self, name: &str, times: u64) {
+        self.count += times;
+        match self.by_name.iter_mut().find(|(n, _)| n == name) {
+            Some((_, n)) => *n += times,
+            None => self.by_name.push((name.to_string(), times)),
         }
     }
 
@@ -292,7 +286,6 @@ mod tests {
         Refusals {
             chain: Vec::new(),
             decoded: Vec::new(),
-            audit_arch: filter::AUDIT_ARCH,
             proc_dir: -1,
             _proc_dir: None,
             count: 0,

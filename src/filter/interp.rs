@@ -67,6 +67,22 @@ impl Decoded {
     }
 }
 
+/// A chain's answer as the kernel takes it (kernel/seccomp.c,
+/// seccomp_run_filters): every program runs, the strictest action wins,
+/// and on a tie the newest program's (`programs` in the order installed,
+/// oldest first). A program that cannot run here is an error.
+pub fn run_chain(programs: &[Decoded], data: &SeccompData) -> Result<u32, String> {
+    let action = |r: u32| (r & super::rules::SECCOMP_RET_ACTION_FULL) as i32;
+    let mut best: Option<u32> = None;
+    for p in programs.iter().rev() {
+        let ret = p.run(data)?;
+        if best.is_none_or(|b| action(ret) < action(b)) {
+            best = Some(ret);
+        }
+    }
+    best.ok_or_else(|| "an empty chain".to_string())
+}
+
 /// Runs `program` on `data`; returns the seccomp return value.
 #[cfg(test)]
 pub fn run(program: &[u8], data: &SeccompData) -> Result<u32, String> {

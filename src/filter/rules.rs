@@ -180,6 +180,14 @@ pub const CLONE_NEWUSER: u32 = 0x1000_0000;
 pub const TIOCSTI: u32 = 0x5412;
 pub const TIOCLINUX: u32 = 0x541c;
 
+/// The answers a program returns (`linux/seccomp.h`); the action is the
+/// upper half, an errno the lower.
+pub const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+pub const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+pub const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
+pub const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+pub const SECCOMP_RET_ACTION_FULL: u32 = 0xffff_0000;
+
 /// x32 syscall numbers have this bit set (x86_64 only).
 pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 /// `clone3` has the same number on both architectures; it answers ENOSYS so

@@ -64,10 +64,10 @@ pub fn connect_call(target: &str) -> String {
 }
 
 /// The call and its deciding argument, as a person writes it.
-pub(super) fn describe(audit_arch: u32, data: &libc::seccomp_data) -> String {
+pub(super) fn describe(data: &libc::seccomp_data) -> String {
     let nr = data.nr as u32;
     let arg = |i: usize| data.args[i] as u32;
-    if audit_arch != filter::AUDIT_ARCH {
+    if data.arch != filter::AUDIT_ARCH {
         return format!("syscall {nr} of another architecture");
     }
     let n = rules::numbers(filter::ARCH);

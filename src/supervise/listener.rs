@@ -59,9 +59,9 @@ pub(super) fn listening(
     }
     let mut observe_errors = Vec::new();
     // The worker passes the listener (own sockets, observation, the
-    // refusals) over this one. Observation is fail-open: without it the run goes on
-    // unobserved; the own-sockets policy is not, and a run without the
-    // pair does not start.
+    // refusals) over this one. Observation and the report are fail-open:
+    // without the pair the run goes on unobserved, its refusals unsaid;
+    // the own-sockets policy is not, and a run without it does not start.
     let pair = || {
         socketpair(
             AddressFamily::Unix,

@@ -372,7 +372,7 @@ pub fn run(
                 refusal.who.clone(),
             );
         }
-        r.count += s.refused - s.refusals.len() as u64;
+        r.note_unnamed("connect", s.refused - s.refusals.len() as u64);
     }
     let refusal_line = refusals
         .as_ref()
