@@ -39,9 +39,14 @@ const RUNS: usize = 41;
 // its uid with fork and exec, whose copy-on-write faults count; as root
 // it uses posix_spawn). The same count of the builds before: 30cd3ee 27,
 // 188c175 31; the C helper of srt 0.0.83 61.
+// 2026-12-05: the own-sockets policy's listener (b076a5e, 771f7ba) left
+// the medians at the limits: 0b7da3c, before the refusal report, read
+// 34 and 45 here; with the report (291fbeb-8a08709) seven readings gave
+// 33-34 and 43-45, and one CI run failed at 45 > 44. Two pages above the
+// highest median seen again.
 const LIMITS: [(&str, User, i64); 2] = [
-    ("host root", User::Root, 34),
-    ("host uid 65534", User::Unprivileged, 44),
+    ("host root", User::Root, 36),
+    ("host uid 65534", User::Unprivileged, 47),
 ];
 
 /// The release build, copied where uid 65534 can run it (as
