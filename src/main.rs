@@ -61,6 +61,10 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
     } else {
         args.remove(0)
     };
+    // A caller that closed stderr: no descriptor of ours takes its number
+    // (the helper's lines would go into it; writing one to a pidfd made
+    // the print panic).
+    sys::hold_stderr();
     let env = cli::Env::from_process();
     // Run as `bwrap` (a symlink first on PATH): the shim, whatever follows.
     let action = if std::path::Path::new(&argv0).file_name() == Some("bwrap".as_ref()) {
@@ -364,7 +368,7 @@ fn print_report(cfg: &RunConfig, r: &Report) {
             step.describe(),
             error::strerror(&source)
         ),
-        (Kind::Stopped | Kind::Exited, _) => {}
+        (Kind::Stopped | Kind::Exited | Kind::Listener, _) => {}
         (Kind::Debug, step) => debug(cfg.debug, || {
             format!(
                 "{}: {} (tolerated)",

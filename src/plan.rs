@@ -56,6 +56,31 @@ pub enum Way {
     CapabilityFree { ruleset: RawFd },
 }
 
+/// How a child of the stub sees whether the stub is still alive. The
+/// file table is shared (no end of a channel closes with the stub), so:
+/// init, in a PID namespace of its own (`getppid` is 0 there), polls a
+/// pidfd of the stub; the capability-free worker compares `getppid` with
+/// the stub's PID.
+#[derive(Clone, Copy)]
+pub enum Stub {
+    Pidfd(RawFd),
+    Pid(libc::pid_t),
+    /// No pidfd (a kernel before 5.3): PDEATHSIG alone. Should the stub
+    /// die in the microseconds before it took effect, the command runs
+    /// on unsupervised, under every filter and namespace all the same.
+    Unknown,
+}
+
+impl Stub {
+    /// A pidfd of this process (the stub), for init; kept for the run.
+    pub fn for_init() -> Stub {
+        match sys::pidfd_open(sys::raw_getpid()) {
+            Ok(fd) => Stub::Pidfd(std::os::fd::IntoRawFd::into_raw_fd(fd)),
+            Err(_) => Stub::Unknown,
+        }
+    }
+}
+
 /// How serious a report from an inner process is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -71,6 +96,11 @@ pub enum Kind {
     /// Not a failure: the command's tree is gone, its status in `errno`
     /// (init to the stub, where init outlives the stub).
     Exited = 5,
+    /// Not a failure: the worker's seccomp listener, at the descriptor
+    /// number in `errno` in the file table it shares with the stub, or
+    /// the negated errno of its install (the worker then installed
+    /// today's programs).
+    Listener = 6,
 }
 
 /// One report from an inner process.
@@ -115,6 +145,7 @@ impl Report {
             3 => Kind::Debug,
             4 => Kind::Stopped,
             5 => Kind::Exited,
+            6 => Kind::Listener,
             _ => return None,
         };
         Some(Report {
@@ -126,8 +157,9 @@ impl Report {
 }
 
 /// The write end of the control channel (a pipe), as seen by init and
-/// the worker (a descriptor number: they share the stub's memory, not its
-/// file table, and close what they do not need with raw calls).
+/// the worker (a descriptor number: they share the stub's memory and its
+/// file table, which the worker's exec leaves for a copy of its own
+/// without the close-on-exec descriptors).
 #[derive(Clone, Copy)]
 pub struct Channel(RawFd);
 
@@ -162,6 +194,22 @@ impl Channel {
         });
     }
 
+    /// Tells the stub where the run's listener is (it is the stub's from
+    /// now: the table is shared, and the exec drops the command's copy),
+    /// or why there is none.
+    pub fn listener(self, listener: Result<std::os::fd::OwnedFd, Errno>) {
+        use std::os::fd::IntoRawFd;
+        let errno = match listener {
+            Ok(fd) => fd.into_raw_fd(),
+            Err(e) => -(e as i32),
+        };
+        self.send(Report {
+            kind: Kind::Listener,
+            step: Step::FilterUnix,
+            errno,
+        });
+    }
+
     /// Reports a fatal failure and leaves with the setup exit code.
     pub fn fail(self, step: Step, errno: Errno) -> ! {
         self.report(Kind::Fatal, step, errno);
@@ -169,18 +217,18 @@ impl Channel {
     }
 
     /// First steps of a child of the stub (init, or the capability-free
-    /// worker): closes the stub's ends of the channels in its own file
-    /// table, asks for SIGKILL when the stub dies, and checks the stub did
-    /// not die before that took effect (its end of this channel is then
-    /// closed: POLLERR on this write end). Raw calls only.
-    pub fn arm_parent_death(self, stub_ends: [Option<RawFd>; 2]) {
-        for fd in stub_ends.into_iter().flatten() {
-            sys::raw_close(fd);
-        }
+    /// worker): asks for SIGKILL when the stub dies, and checks the stub
+    /// did not die before that took effect. Raw calls only.
+    pub fn arm_parent_death(self, stub: Stub) {
         if let Err(e) = sys::set_pdeathsig(libc::SIGKILL) {
             self.fail(Step::ParentDeathSignal, e);
         }
-        match sys::peer_closed(self.0) {
+        let gone = match stub {
+            Stub::Pidfd(fd) => sys::pidfd_ended(fd),
+            Stub::Pid(pid) => Ok(sys::raw_getppid() != pid),
+            Stub::Unknown => Ok(false),
+        };
+        match gone {
             Ok(false) => {}
             Ok(true) => sys::exit_now(EXIT_SETUP),
             Err(e) => self.fail(Step::ParentDeathSignal, e),

@@ -7,20 +7,21 @@
 //! formatting, no panics, and only `sys`'s raw system calls
 //! (supervise/mod.rs says why). Calls made: rt_sigprocmask, setpgid, prctl
 //! (no_new_privs), landlock_restrict_self (capability-free way only),
-//! seccomp (the unix filter: the own-sockets policy's with a listener,
-//! which goes to the stub with one sendmsg and is then closed, or the one
+//! seccomp (the unix filter: the run's listener program, or today's
+//! programs: the own-sockets policy's with a listener, or the one
 //! refusing every AF_UNIX socket, then for an observed run the observe
 //! filter with its listener; the namespaces filter, unless nesting is
-//! allowed), getpid and ioctl
+//! allowed), a write of one 8-byte report saying where the listener is
+//! (the worker shares the stub's file table, so the listener is the
+//! stub's at once; the exec leaves the command a copy of the table
+//! without it, close-on-exec), getpid and ioctl
 //! (TIOCSPGRP, on a terminal: terminal.rs), futex (the gate, on the
 //! namespace way: init's mounts and the stub's mount check done), execve
 //! (through execvp's PATH search), and on failure a write of one report
 //! and `_exit`. On the capability-free way, `Channel::arm_parent_death` came
-//! first (close, prctl, ppoll). The environment was scrubbed before the
+//! first (prctl, getppid). The environment was scrubbed before the
 //! first child started (main.rs); inherited file descriptors are left
 //! alone.
-
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
 use nix::sys::signal::SigSet;
 
@@ -33,7 +34,7 @@ pub fn run(
     plan: Plan,
     original_mask: SigSet,
     chan: Channel,
-    listener_chan: Option<RawFd>,
+    listener: bool,
     (gate, keys): (&'static sys::Gate, u32),
 ) -> ! {
     if let Err(e) = sys::set_sigmask(original_mask.as_ref()) {
@@ -68,23 +69,18 @@ pub fn run(
     // programs, all of them, and the stub is told why (never less than
     // asked).
     let mut namespaces = plan.filters.namespaces;
-    let unix = match (plan.filters.reporting, listener_chan) {
-        (Some(r), Some(to_stub)) => {
+    let unix = match (plan.filters.reporting, listener) {
+        (Some(r), true) => {
             let prog = r.listener[usize::from(capfree)][usize::from(plan.observed)];
-            match sys::install_filter_listener(prog.bytes()) {
-                Ok(listener) => {
-                    let _ = sys::send_fd(to_stub, 0, Some(listener.as_raw_fd()));
-                    sys::raw_close(listener.into_raw_fd());
-                    namespaces = r.namespaces;
-                    None
-                }
-                Err(e) => {
-                    let _ = sys::send_fd(to_stub, e as i32, None);
-                    Some(deny)
-                }
+            let installed = sys::install_filter_listener(prog.bytes());
+            let deny = installed.is_err().then_some(deny);
+            if installed.is_ok() {
+                namespaces = r.namespaces;
             }
+            chan.listener(installed);
+            deny
         }
-        _ => today(&plan, capfree, deny, listener_chan),
+        _ => today(&plan, capfree, deny, listener.then_some(chan)),
     };
     if let Some(unix) = unix {
         if let Err(e) = sys::install_filter(unix.bytes()) {
@@ -123,52 +119,27 @@ pub fn run(
 /// Today's programs (refusals not reported). The own-sockets policy: its
 /// unix filter, installed with a listener
 /// (its connects and binds, and an observed run's calls, go to the
-/// stub: the kernel allows one listener in a chain), sent to the stub
-/// and closed here (the command must not hold it). Without a listener
-/// the policy cannot hold: the filter that refuses every AF_UNIX
-/// socket instead, and the stub is told why. Observation alone is
-/// fail-open, as before.
-/// Returns the program still to install.
-fn today(
-    plan: &Plan,
-    capfree: bool,
-    deny: Program,
-    listener_chan: Option<RawFd>,
-) -> Option<Program> {
-    match (plan.filters.own, listener_chan) {
-        (Some(own), Some(to_stub)) => {
+/// stub: the kernel allows one listener in a chain), the stub told where
+/// it is (the command's copy goes with the exec). Without a listener the
+/// policy cannot hold: the filter that refuses every AF_UNIX socket
+/// instead, and the stub is told why. Observation alone is fail-open, as
+/// before. Returns the program still to install.
+fn today(plan: &Plan, capfree: bool, deny: Program, to_stub: Option<Channel>) -> Option<Program> {
+    match (plan.filters.own, to_stub) {
+        (Some(own), Some(chan)) => {
             let prog = match (capfree, plan.observed) {
                 (false, false) => own.unix,
                 (true, false) => own.unix_capability_free,
                 (false, true) => own.unix_observed,
                 (true, true) => own.unix_capability_free_observed,
             };
-            match sys::install_filter_listener(prog.bytes()) {
-                Ok(listener) => {
-                    let sent = sys::send_fd(to_stub, 0, Some(listener.as_raw_fd()));
-                    sys::raw_close(listener.into_raw_fd());
-                    // Unsent, the listener is closed with no one to serve
-                    // it: connects and binds then get ENOSYS, and no
-                    // socket is reached. Nothing is installed twice.
-                    let _ = sent;
-                    None
-                }
-                Err(e) => {
-                    let _ = sys::send_fd(to_stub, e as i32, None);
-                    Some(deny)
-                }
-            }
+            let installed = sys::install_filter_listener(prog.bytes());
+            let deny = installed.is_err().then_some(deny);
+            chan.listener(installed);
+            deny
         }
-        (None, Some(to_stub)) => {
-            match sys::install_filter_listener(plan.filters.observe.bytes()) {
-                Ok(listener) => {
-                    let _ = sys::send_fd(to_stub, 0, Some(listener.as_raw_fd()));
-                    sys::raw_close(listener.into_raw_fd());
-                }
-                Err(e) => {
-                    let _ = sys::send_fd(to_stub, e as i32, None);
-                }
-            }
+        (None, Some(chan)) => {
+            chan.listener(sys::install_filter_listener(plan.filters.observe.bytes()));
             Some(deny)
         }
         _ => Some(deny),

@@ -4,6 +4,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -597,6 +598,60 @@ fn nothing_the_command_started_runs_after_the_helper_exits() {
                 later, at_exit,
                 "{what}: the command's loop wrote after the helper's exit"
             );
+        }
+    }
+}
+
+/// The command holds the descriptors its caller passed and no other: the
+/// stub, init and the worker share one file table until the worker's
+/// exec (supervise/mod.rs), the listener and every other descriptor they
+/// make are close-on-exec, and a stderr the caller closed stays closed in
+/// the command while no descriptor of the helper's takes its number
+/// (`sys::hold_stderr`; a pidfd there made the `SRT_DEBUG` lines' print
+/// panic). With the listener of each policy, and with none (`deny`,
+/// refusals off).
+#[test]
+fn the_command_holds_only_the_descriptors_its_caller_passed() {
+    let helper = fixture().helper.to_string_lossy().into_owned();
+    let settings: [&[(&str, &str)]; 3] = [
+        &[],
+        &[("APPLY_SECCOMP_UNIX", "deny")],
+        &[
+            ("APPLY_SECCOMP_UNIX", "deny"),
+            ("APPLY_SECCOMP_REFUSALS", "off"),
+        ],
+    ];
+    for (way, place, user) in common::ways_matrix() {
+        for env in settings {
+            // The caller's own listing, then the command's: the same
+            // descriptors (each listing's pipe for `$(...)` among them).
+            // With stderr closed and `SRT_DEBUG` set, the stub's lines go
+            // nowhere (and never into the control channel).
+            for closed in [false, true] {
+                let redirect = if closed { " 2>&-" } else { "" };
+                let list = "echo $(ls /proc/self/fd)";
+                let args = way.args(&["/bin/sh", "-c", list]);
+                let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+                let script = format!(
+                    "exec 5</dev/null{redirect}; {list}; exec {helper} {}",
+                    quoted.join(" ")
+                );
+                let mut env = env.to_vec();
+                if closed {
+                    env.push(("SRT_DEBUG", "1"));
+                }
+                let out =
+                    common::command(place, user, &env, Path::new("/bin/sh"), &["-c", &script])
+                        .output()
+                        .expect("spawn");
+                let what = format!("{way:?} {place:?} {user:?} {env:?}");
+                let text = common::stdout(&out);
+                assert!(out.status.success(), "{what}: {}", common::stderr(&out));
+                let lines: Vec<&str> = text.lines().collect();
+                assert_eq!(lines.len(), 2, "{what}: {text}");
+                assert_eq!(lines[1], lines[0], "{what}: caller, then command");
+                assert!(lines[0].split(' ').any(|fd| fd == "5"), "{what}: {text}");
+            }
         }
     }
 }

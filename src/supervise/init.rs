@@ -1,5 +1,5 @@
 //! Inner init, PID 1 of the new PID namespace (the namespace way only):
-//! runs in the stub's memory while the stub runs on (sys::spawn_shared),
+//! runs in the stub's memory while the stub runs on (sys::spawn_sharing_files),
 //! so raw system calls only, no allocation, no formatting, no panics. It
 //! takes back the caller's CPUs (it started on the stub's alone), arms
 //! PDEATHSIG, starts the worker (in the same memory, which makes its
@@ -13,13 +13,12 @@
 //! of the namespace, reports the status and waits for the stub's exit to
 //! kill it.
 
-use std::os::fd::RawFd;
-
 use nix::errno::Errno;
 use nix::sys::signal::SigSet;
 use nix::unistd::Pid;
 
 use crate::error::Step;
+use crate::plan::Stub;
 use crate::sys;
 use crate::worker;
 
@@ -31,10 +30,11 @@ pub(super) struct InitArgs {
     pub(super) set: SigSet,
     pub(super) original: SigSet,
     pub(super) chan: Channel,
-    pub(super) listener_chan: Option<RawFd>,
-    /// The stub's ends of the channels: init's (or the worker's) copies
-    /// are closed.
-    pub(super) stub_ends: [Option<RawFd>; 2],
+    /// The worker installs the run's listener (and says where it is).
+    pub(super) listener: bool,
+    /// How init (or the capability-free worker) sees that the stub is
+    /// alive.
+    pub(super) stub: Stub,
     /// The keys the worker's gate needs ([`GATE`]): init's (namespace way),
     /// and the stub's where the mount guard checks before the start; none
     /// on the capability-free way without a guard (no gate).
@@ -46,7 +46,7 @@ pub(super) struct InitArgs {
 }
 
 /// PID 1 of the new PID namespace. Never returns. Runs in the stub's
-/// memory while the stub runs on (sys::spawn_shared): raw system calls
+/// memory while the stub runs on (sys::spawn_sharing_files): raw system calls
 /// only, no allocation, nothing written but its own stack.
 pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     let InitArgs {
@@ -54,8 +54,8 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
         set,
         original,
         chan,
-        listener_chan,
-        stub_ends,
+        listener,
+        stub,
         keys,
         cpus,
     } = args;
@@ -64,7 +64,7 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
             chan.fail(Step::Cpus, e);
         }
     }
-    chan.arm_parent_death(stub_ends);
+    chan.arm_parent_death(stub);
     // The worker starts now and makes its last steps (the filters, ~25 us
     // of the kernel's each, the terminal) while init mounts; it execs once
     // init has turned its key of the gate, after every step below held
@@ -73,8 +73,8 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     // stack: a raw mmap in the shared memory, never unmapped (init exits,
     // and the stub soon after).
     let worker = sys::Stack::new(WORKER_STACK).and_then(|stack| {
-        sys::spawn_shared(stack, move || {
-            worker::run(plan, original, chan, listener_chan, (&GATE, keys));
+        sys::spawn_sharing_files(stack, move || {
+            worker::run(plan, original, chan, listener, (&GATE, keys));
         })
     });
     let worker = match worker {

@@ -11,12 +11,12 @@
 //!     │  reports the inner processes send over the control channel,
 //!     │  exits with the command's status (code, or 128+signal)
 //!     └─ inner init, PID 1             new PID + mount namespaces, no filter
-//!        │  (as upstream), in the stub's memory (sys::spawn_shared),
+//!        │  (as upstream), in the stub's memory (sys::spawn_sharing_files),
 //!        │  started on the stub's CPU (the caller's CPUs back at once);
 //!        │  PDEATHSIG=KILL (checked against a parent already gone),
 //!        │  non-dumpable (the shared memory map's flag), / private, fresh
 //!        │  /proc, max_user_namespaces=0 (the worker, started first in
-//!        │  the same memory, sys::spawn_shared, makes its filters
+//!        │  the same memory, sys::spawn_sharing_files, makes its filters
 //!        │  meanwhile), turns its key of the worker's gate, forwards the
 //!        │  same signals, reaps every child, exits with the worker's status;
 //!        │  under bubblewrap (`Plan::init_outlives_stub`) ends and reaps
@@ -56,17 +56,24 @@
 //! embedded, the rest is copied into init's closure), write nothing but
 //! their own stacks, never allocate, and make system calls only through
 //! `sys`'s raw wrappers, which leave libc's errno alone:
-//! sched_setaffinity, prctl (PDEATHSIG, no_new_privs), ppoll, mount,
-//! openat/write/close, mmap and mprotect (the worker's stack), clone, futex
-//! (the gate), rt_sigprocmask, rt_sigtimedwait, kill, wait4, seccomp,
-//! sendmsg, execve (through execvp's search), write of an 8-byte report,
+//! sched_setaffinity, prctl (PDEATHSIG, no_new_privs), ppoll, getppid,
+//! mount, openat/write/close, mmap and mprotect (the worker's stack),
+//! clone, futex (the gate), rt_sigprocmask, rt_sigtimedwait, kill, wait4,
+//! seccomp, execve (through execvp's search), write of an 8-byte report,
 //! `_exit`.
+//!
+//! Why a shared file table (sys::spawn_sharing_files): the listener the
+//! worker installs is the stub's at once (a socket pair and its messages
+//! cost a run 2.5%: docs/performance.md); the exec leaves the command a
+//! copy without the close-on-exec descriptors (all of the helper's).
 //!
 //! The control channel is a pipe: the inner processes write fixed 8-byte
 //! reports to its write end (close-on-exec, so the command never holds
 //! it; each write is one atomic unit, so a read returns whole reports);
-//! the stub reads them once its child is reaped. The write end also tells
-//! init whether the stub is still alive (POLLERR once no reader is left).
+//! the stub reads them as they come where it serves a poll loop, and once
+//! its child is reaped. The write end stays open in the shared table for
+//! the stub's life: init sees the stub's death before its PDEATHSIG took
+//! on a pidfd of the stub, the capability-free worker by `getppid`.
 //!
 //! This file builds the tree and waits for it (`run`); serve.rs is the
 //! stub's side while the command runs (signals, reports, observation, the
@@ -83,7 +90,7 @@ use nix::unistd::Pid;
 use crate::error::{EXIT_SETUP, Error, Step};
 use crate::guard::{Guard, Lost, Pid1};
 use crate::observe::Observer;
-use crate::plan::{Channel, Kind, Plan, Report, Way};
+use crate::plan::{Channel, Kind, Plan, Report, Stub, Way};
 use crate::sys;
 use crate::terminal::Terminal;
 use crate::worker;
@@ -168,9 +175,9 @@ pub fn run(
     let mut original = SigSet::empty();
     sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut original))
         .map_err(|e| Error::setup(Step::Signals, e))?;
-    // A pipe: half the kernel's work of a socket pair (one inode, no
-    // socket structures), and the same end of file once every writer has
-    // gone. The stub reads, init and the worker write.
+    // A pipe: the stub reads, init and the worker write. In the shared
+    // table the write end stays open for the stub's life (no end of file:
+    // the stub reads what is queued, non-blocking).
     let (ours, theirs) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
         .map_err(|e| Error::setup(Step::ControlChannel, e))?;
     let mut plan = plan;
@@ -178,9 +185,9 @@ pub fn run(
         mut sockets,
         mut unix_note,
         mut refusals,
-        pair: listener_pair,
-        mut observe_errors,
-    } = listening(&mut plan, &mut observer, named)?;
+        wanted,
+    } = listening(&mut plan, &mut observer, named);
+    let mut observe_errors = Vec::new();
     // The stub stays outside the command's PID namespace but shares its
     // user namespace (and, for a root caller, its capabilities there). Where
     // the fresh /proc is refused (under bubblewrap's --proc) the command can
@@ -231,11 +238,8 @@ pub fn run(
         set,
         original,
         chan: Channel::new(theirs.as_raw_fd()),
-        listener_chan: listener_pair.as_ref().map(|(_, inner)| inner.as_raw_fd()),
-        stub_ends: [
-            Some(ours.as_raw_fd()),
-            listener_pair.as_ref().map(|(stub, _)| stub.as_raw_fd()),
-        ],
+        listener: wanted,
+        stub: Stub::Unknown,
         // init's (namespace way) and the stub's (the guard's check).
         keys: u32::from(matches!(plan.way, Way::Namespaces { .. })) + u32::from(guard.is_some()),
         cpus: None,
@@ -243,7 +247,7 @@ pub fn run(
     let child = match plan.way {
         Way::Namespaces { limit_userns } => {
             // init's stack, its for the life of this process
-            // (sys::spawn_shared).
+            // (sys::spawn_sharing_files).
             let init_stack =
                 sys::Stack::new(INIT_STACK).map_err(|e| Error::setup(Step::Fork, e))?;
             // init starts on this CPU, and runs at once (the yield below):
@@ -256,9 +260,14 @@ pub fn run(
             // 0.994 of the build before under bubblewrap, 0.984 unpaired;
             // 1.00 on the host (docs/performance.md).
             let had = sys::pin_to_this_cpu();
-            let inner = InitArgs { cpus: had, ..inner };
-            let child = sys::spawn_shared(init_stack, move || inner_init(inner, limit_userns))
-                .map_err(|e| Error::setup(Step::Fork, e))?;
+            let inner = InitArgs {
+                cpus: had,
+                stub: Stub::for_init(),
+                ..inner
+            };
+            let child =
+                sys::spawn_sharing_files(init_stack, move || inner_init(inner, limit_userns))
+                    .map_err(|e| Error::setup(Step::Fork, e))?;
             // Out of init's way: the kernel puts about half of the new
             // children on this CPU, where init would otherwise wait for the
             // filter installs below (trace, inside bwrap: init's start 105
@@ -275,32 +284,30 @@ pub fn run(
             // The command's orphans come back to the stub, which reaps them
             // and ends those left when the worker is done.
             prctl::set_child_subreaper(true).map_err(|e| Error::setup(Step::Subreaper, e))?;
-            // The worker runs on in this memory (sys::spawn_shared), as
+            // The worker runs on in this memory (sys::spawn_sharing_files), as
             // init's does: its no_new_privs, Landlock domain and filters
             // (~25 us of the kernel's each) while the stub starts and
             // checks the mount guard, whose key of the gate it waits for.
             // Its stack stays mapped for the life of this process.
             let stack =
                 sys::Stack::new(WORKER_STACK).map_err(|e| Error::setup(Step::ForkWorker, e))?;
-            sys::spawn_shared(stack, move || {
-                inner.chan.arm_parent_death(inner.stub_ends);
+            let stub = Stub::Pid(sys::raw_getpid());
+            let inner = InitArgs { stub, ..inner };
+            sys::spawn_sharing_files(stack, move || {
+                inner.chan.arm_parent_death(inner.stub);
                 worker::run(
                     inner.plan,
                     inner.original,
                     inner.chan,
-                    inner.listener_chan,
+                    inner.listener,
                     (&GATE, inner.keys),
                 )
             })
             .map_err(|e| Error::setup(Step::ForkWorker, e))?
         }
     };
-    drop(theirs);
-    // Init's and the worker's copies alone: their end comes with theirs.
-    let listener_chan = listener_pair.map(|(stub_end, inner_end)| {
-        drop(inner_end);
-        stub_end
-    });
+    // The same descriptor as init's and the worker's: kept open.
+    std::mem::forget(theirs);
     let child = Pid::from_raw(child);
     // The watches and the check while init mounts (on the capability-free
     // way, while the worker makes its filters); then the stub's key. A
@@ -335,8 +342,7 @@ pub fn run(
         return Err(e);
     }
     let guard = guard.filter(Guard::watching);
-    let notify = listener_chan.map(|chan| serve::Notify {
-        chan,
+    let notify = wanted.then_some(serve::Notify {
         observer: observer.as_deref_mut(),
         sockets: sockets.as_mut(),
         refusals: refusals.as_mut(),
@@ -381,6 +387,12 @@ pub fn run(
     // Their descriptors and memory go with the stub's exit, soon after.
     std::mem::forget(sockets);
     std::mem::forget(refusals);
+    // The guard's inotify instance is in the table init shares: init's end
+    // releases it (here it would be the last close, a grace period of
+    // 10-15 ms before the caller has its status).
+    if outlives {
+        std::mem::forget(guard);
+    }
     if let Way::CapabilityFree { .. } = plan.way {
         end_leftovers();
     }

@@ -116,6 +116,10 @@ fn read_control(
                         _ => early.push(r),
                     }
                 }
+                // A short read emptied the pipe: no call to hear EAGAIN.
+                if n < buf.len() {
+                    return Read::Open;
+                }
             }
             Err(Errno::EINTR) => {}
             Err(_) => return Read::Open,
@@ -159,10 +163,9 @@ impl Job<'_> {
 /// `status_from_init`, init reports the command's status on the control
 /// channel and outlives the stub: that report ends the wait (init's own
 /// end still does, should it come first).
-/// The listener's side of a run: the channel the worker sends it over,
-/// and who serves its notifications.
+/// The listener's side of a run (the worker reports where it is on the
+/// control channel): who serves its notifications.
 pub(super) struct Notify<'a> {
-    pub(super) chan: OwnedFd,
     pub(super) observer: Option<&'a mut Observer>,
     pub(super) sockets: Option<&'a mut Sockets>,
     pub(super) refusals: Option<&'a mut Refusals>,
@@ -190,26 +193,18 @@ pub(super) fn serve(
     // Init reports stops and its status on the control channel; the
     // capability-free worker is the stub's child, whose stops wait4 shows.
     let capfree = matches!(way, Way::CapabilityFree { .. });
-    let mut control = (!capfree && (job.is_some() || status_from_init)).then_some(ours);
+    // The worker's listener report comes on it too.
+    let mut control =
+        (notify.is_some() || (!capfree && (job.is_some() || status_from_init))).then_some(ours);
     let untraced = job.is_some() && capfree;
-    let (mut obs, mut chan, mut sockets, mut unix_note, mut refusals) = match notify {
-        Some(n) => (
-            n.observer,
-            Some(n.chan),
-            n.sockets,
-            Some(n.unix_note),
-            n.refusals,
-        ),
-        None => (None, None, None, None, None),
+    let (mut obs, mut sockets, mut unix_note, mut refusals) = match notify {
+        Some(n) => (n.observer, n.sockets, Some(n.unix_note), n.refusals),
+        None => (None, None, None, None),
     };
     let mut listener: Option<ManuallyDrop<OwnedFd>> = None;
     let mut lost = None;
     loop {
         let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-        let chan_at = chan.as_ref().map(|c| {
-            fds.push(PollFd::new(c.as_fd(), PollFlags::POLLIN));
-            fds.len() - 1
-        });
         let listener_at = listener.as_ref().map(|l| {
             fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
             fds.len() - 1
@@ -267,19 +262,6 @@ pub(super) fn serve(
                 guard = None;
             }
         }
-        // One message at most: the channel is done either way.
-        if chan_at.is_some_and(|at| !ready[at].is_empty()) {
-            if let Some(c) = chan.take().map(ManuallyDrop::new) {
-                listener = super::listener::receive(
-                    &c,
-                    &mut obs,
-                    errors,
-                    &mut sockets,
-                    unix_note.as_deref_mut(),
-                )
-                .map(ManuallyDrop::new);
-            }
-        }
         if let (Some(l), Some(s)) = (&listener, sockets.as_deref_mut()) {
             // Backwards: finishing one removes it from the list.
             for (k, r) in ready[pending_at..].iter().enumerate().rev() {
@@ -313,7 +295,20 @@ pub(super) fn serve(
         }
         if let (Some(at), Some(c)) = (control_at, control) {
             if !ready[at].is_empty() {
-                match read_control(c, job, child, way, early) {
+                let read = read_control(c, job, child, way, early);
+                // The worker's one listener report.
+                if let Some(at) = early.iter().position(|r| r.kind == Kind::Listener) {
+                    let value = early.remove(at).errno;
+                    listener = super::listener::received(
+                        value,
+                        &mut obs,
+                        errors,
+                        &mut sockets,
+                        unix_note.as_deref_mut(),
+                    )
+                    .map(ManuallyDrop::new);
+                }
+                match read {
                     Read::Open => {}
                     Read::Closed => control = None,
                     Read::Exited(status) => {

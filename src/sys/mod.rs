@@ -85,6 +85,26 @@ pub extern "C" fn main(
     crate::entry(args)
 }
 
+/// Where the caller closed stderr (fd 2), `/dev/null` takes it (and any
+/// lower number also closed), close-on-exec: the command still finds it
+/// closed, and no descriptor the helper makes later gets number 2, into
+/// which its lines would go. One `fcntl` where it is open.
+pub fn hold_stderr() {
+    // SAFETY: F_GETFD takes no argument and touches no memory of ours.
+    while unsafe { libc::fcntl(2, libc::F_GETFD) } < 0 {
+        match raw_open(c"/dev/null", libc::O_RDWR) {
+            Ok(fd) if fd < 2 => {}
+            Ok(fd) => {
+                if fd > 2 {
+                    raw_close(fd);
+                }
+                return;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
 /// Sets or clears `FD_CLOEXEC` on `fd` (one the caller does not own: the
 /// shim's `--args` fds, inherited from the client).
 pub fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {

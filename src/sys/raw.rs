@@ -246,19 +246,20 @@ fn poll_one(
     }
 }
 
-fn hang_ups(fd: RawFd, timeout: Option<&libc::timespec>) -> Result<libc::c_short, Errno> {
-    poll_one(fd, 0, timeout)
-}
-
-/// Whether no reader is left at the other end of the pipe whose write
-/// end is `fd` (POLLERR; POLLHUP taken too): reported at once (a zero
-/// timeout).
-pub fn peer_closed(fd: RawFd) -> Result<bool, Errno> {
+/// Whether the process of `pidfd` has ended (a pidfd polls readable
+/// then): reported at once (a zero timeout).
+pub fn pidfd_ended(pidfd: RawFd) -> Result<bool, Errno> {
     let zero = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    Ok(hang_ups(fd, Some(&zero))? & (libc::POLLHUP | libc::POLLERR) != 0)
+    let flags = poll_one(pidfd, libc::POLLIN, Some(&zero))?;
+    Ok(flags & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
+}
+
+/// `getppid()`.
+pub fn raw_getppid() -> libc::pid_t {
+    numeric(libc::SYS_getppid, [0; 6]).unwrap_or(0) as libc::pid_t
 }
 
 /// `prctl(PR_SET_PDEATHSIG, sig)`.

@@ -1,9 +1,8 @@
-//! seccomp: installing the filters (and the observe filter's listener),
-//! passing the listener's fd over the control channel, the notifications
-//! (receive, continue, still valid), reading another process's memory,
-//! and the doctor's questions (which actions the kernel knows, this
-//! process's mode). Called by the worker (install, send), the stub
-//! (receive, notifications) and the doctor.
+//! seccomp: installing the filters (and the run's listener), the
+//! notifications (receive, continue, still valid), reading another
+//! process's memory, and the doctor's questions (which actions the
+//! kernel knows, this process's mode). Called by the worker (install),
+//! the stub (notifications) and the doctor.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -83,101 +82,6 @@ fn seccomp_filter(prog: &'static [u8], flags: libc::c_ulong) -> Result<usize, Er
         )
     };
     raw_result(ret)
-}
-
-/// The message of [`send_fd`]: a 4-byte status, plus the fd when it is 0.
-const FD_MESSAGE_SPACE: usize = 64;
-
-/// Room for one SCM_RIGHTS header and fd, aligned for `cmsghdr`.
-#[repr(C, align(8))]
-struct Control([u8; FD_MESSAGE_SPACE]);
-
-/// A message header over one buffer; its control part is left empty.
-fn msghdr_for(iov: &mut libc::iovec) -> libc::msghdr {
-    // SAFETY: a zeroed msghdr is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = iov;
-    msg.msg_iovlen = 1;
-    msg
-}
-
-/// Sends `status` (0: `fd` attached; otherwise an errno and no fd) as one
-/// message on a Unix socket, with `fd` in SCM_RIGHTS. No allocation.
-pub fn send_fd(sock: RawFd, status: i32, fd: Option<RawFd>) -> Result<(), Errno> {
-    let mut payload = status.to_ne_bytes();
-    let mut iov = libc::iovec {
-        iov_base: payload.as_mut_ptr().cast(),
-        iov_len: payload.len(),
-    };
-    let mut control = Control([0; FD_MESSAGE_SPACE]);
-    let mut msg = msghdr_for(&mut iov);
-    if let Some(fd) = fd {
-        // SAFETY: CMSG_SPACE/CMSG_LEN are arithmetic; `control` is aligned
-        // for cmsghdr and larger than CMSG_SPACE(4), so the first header
-        // and its 4 data bytes lie inside it.
-        unsafe {
-            let space = libc::CMSG_SPACE(4) as usize;
-            msg.msg_control = control.0.as_mut_ptr().cast();
-            msg.msg_controllen = space as _;
-            let cmsg = libc::CMSG_FIRSTHDR(&msg);
-            (*cmsg).cmsg_level = libc::SOL_SOCKET;
-            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(4) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
-        }
-    }
-    // SAFETY: `msg` points at `iov`, `payload` and `control`, all alive for
-    // the call. Raw: the worker sends this in shared memory.
-    let ret = unsafe {
-        syscall6(
-            libc::SYS_sendmsg,
-            [
-                sock as usize,
-                (&raw const msg) as usize,
-                libc::MSG_NOSIGNAL as usize,
-                0,
-                0,
-                0,
-            ],
-        )
-    };
-    raw_result(ret).map(drop)
-}
-
-/// Receives a [`send_fd`] message: the status and the fd, if one came.
-/// `Ok(None)` when the peer has closed without sending.
-pub fn recv_fd(sock: BorrowedFd<'_>) -> io::Result<Option<(i32, Option<OwnedFd>)>> {
-    let mut payload = [0u8; 4];
-    let mut iov = libc::iovec {
-        iov_base: payload.as_mut_ptr().cast(),
-        iov_len: payload.len(),
-    };
-    let mut control = Control([0; FD_MESSAGE_SPACE]);
-    let mut msg = msghdr_for(&mut iov);
-    msg.msg_control = control.0.as_mut_ptr().cast();
-    msg.msg_controllen = FD_MESSAGE_SPACE as _;
-    // SAFETY: `msg` points at buffers alive for the call; CMSG_CLOEXEC
-    // makes any received fd close-on-exec.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-    let n = check(n as libc::c_long)?;
-    let mut fd = None;
-    // SAFETY: the kernel filled `control` up to msg_controllen; the CMSG
-    // macros walk it within that length. Each SCM_RIGHTS fd is new and
-    // owned here only.
-    unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                let raw = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>());
-                fd = Some(OwnedFd::from_raw_fd(raw));
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-        }
-    }
-    if n == 0 {
-        return Ok(None);
-    }
-    Ok(Some((i32::from_ne_bytes(payload), fd)))
 }
 
 /// `SECCOMP_IOCTL_NOTIF_RECV`: the next notification on a listener.

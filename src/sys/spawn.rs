@@ -1,10 +1,11 @@
 //! Process creation: `clone` with a call on a borrowed, guarded stack
-//! (`spawn_shared` makes init in the stub's memory, init's worker and the
-//! capability-free way's worker; `spawn_sibling` the capability-free
-//! way's holder; `spawn_vfork` the namespace probe), `_exit`, `fork` (the
+//! (`spawn_sharing_files` makes init in the stub's memory and file table,
+//! init's worker and the capability-free way's worker; `spawn_shared`,
+//! with a table of its own, the shim's holder; `spawn_sibling` the
+//! capability-free way's holder; `spawn_vfork` the namespace probe), `_exit`, `fork` (the
 //! race tester), and the race tester's exiting thread. Called by the stub
 //! (init, the capability-free worker, the holder, the probe), by init
-//! (the worker) and by the race tester.
+//! (the worker), by the shim (its holder) and by the race tester.
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -238,20 +239,40 @@ pub fn spawn_vfork<F: FnOnce()>(
 
 /// Starts a child that runs on in this process's memory (`CLONE_VM`), with
 /// its own file table, signal handlers and mask, credentials and
-/// namespaces, while this process goes on (init, and init's worker, which
-/// then waits at a [`Gate`] for init's mounts): init, made this way, needs no
-/// copy of the stub's page tables and leaves none to tear down, and the
-/// stub takes no copy-on-write faults after it.
+/// namespaces, while this process goes on (the shim's holder): made this
+/// way, it needs no copy of this process's page tables and leaves none to
+/// tear down, and this process takes no copy-on-write faults after it.
 ///
 /// The two then run at once on one memory, so `child` (and everything it
 /// runs) must: touch no memory this process writes after the call (it
 /// takes `'static` data: leaked or static, never freed); allocate or free
 /// nothing; and make system calls only through this module's raw
-/// wrappers, which leave errno and all other libc state alone. init and
-/// the worker keep to that (supervise/, worker.rs). The stack is the
-/// child's for the rest of this process's life: never unmapped.
+/// wrappers, which leave errno and all other libc state alone. The stack
+/// is the child's for the rest of this process's life: never unmapped.
 pub fn spawn_shared<F: FnOnce() + 'static>(stack: Stack, child: F) -> Result<libc::pid_t, Errno> {
     spawn_keeping_stack(stack, libc::SIGCHLD, child)
+}
+
+/// Starts a child that runs on in this process's memory (`CLONE_VM`) and
+/// file table (`CLONE_FILES`), with its own signal handlers and mask,
+/// credentials and namespaces, while this process goes on (init, and
+/// init's worker, which then waits at a [`Gate`] for init's mounts):
+/// init, made this way, needs no copy of the stub's page tables or file
+/// table and leaves none to tear down, the stub takes no copy-on-write
+/// faults after it, and a descriptor the worker makes (the seccomp
+/// listener) is the stub's at once, with no message to pass it. The
+/// worker's exec gives the command a copy of the table without the
+/// close-on-exec descriptors: every descriptor the stub, init and the
+/// worker make is close-on-exec.
+///
+/// The duties of [`spawn_shared`] hold for `child` (init and the worker
+/// keep to them: supervise/, worker.rs); besides, it closes nothing it
+/// did not open, since the table is this process's too.
+pub fn spawn_sharing_files<F: FnOnce() + 'static>(
+    stack: Stack,
+    child: F,
+) -> Result<libc::pid_t, Errno> {
+    spawn_keeping_stack(stack, libc::SIGCHLD | libc::CLONE_FILES, child)
 }
 
 /// As [`spawn_shared`], with the child made this process's sibling
