@@ -561,6 +561,46 @@ fn main() {
     table.push_str("]\n");
     std::fs::write(out.join("programs.rs"), table).expect("cannot write programs.rs");
     order_the_run_code();
+    name_the_commit();
+}
+
+/// The commit this build is of, for `--version` and the doctor
+/// (`BUILD_COMMIT`): `git rev-parse` of the checkout, rerun when
+/// `HEAD` or the branch it names moves; `unknown` outside a git checkout.
+/// `./package --allow-dirty` sets `APPLY_SECCOMP_MODIFIED=1`: the build
+/// then says its files are not the commit's.
+fn name_the_commit() {
+    println!("cargo:rerun-if-env-changed=APPLY_SECCOMP_MODIFIED");
+    let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let git = dir.join(".git");
+    if git.is_dir() {
+        // Only files that exist: cargo reruns every build for a missing one.
+        let mut watch = vec![git.join("HEAD"), git.join("packed-refs")];
+        if let Ok(head) = std::fs::read_to_string(git.join("HEAD")) {
+            if let Some(branch) = head.trim().strip_prefix("ref: ") {
+                watch.push(git.join(branch));
+            }
+        }
+        for file in watch.iter().filter(|f| f.is_file()) {
+            println!("cargo:rerun-if-changed={}", file.display());
+        }
+    }
+    let commit = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&dir)
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success() && git.exists())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        .unwrap_or_else(|| "unknown".into());
+    let modified = std::env::var("APPLY_SECCOMP_MODIFIED").as_deref() == Ok("1");
+    println!(
+        "cargo:rustc-env=BUILD_COMMIT={commit}{}",
+        if modified { ", modified" } else { "" }
+    );
 }
 
 /// Where the linker is lld (`.cargo/config.toml` names rust-lld for the

@@ -788,10 +788,10 @@ fn an_older_landlock_without_scoping_is_refused_by_name() {
     }
 }
 
-/// The aarch64 build of the helper, the probe and a 32-bit ARM program,
-/// cross-built here (the helper by a nested cargo with its own target
-/// folder, linked by rust-lld; the C programs by Debian's cross compilers),
-/// or why not (a skip).
+/// The aarch64 build of the helper, the probe and a 32-bit ARM program:
+/// the helper from the arm64 Debian package `./package` builds
+/// (tests/common/package.rs; linked by rust-lld), the C programs cross-built
+/// by Debian's cross compilers; or why not (a skip).
 fn aarch64_files() -> Result<Vec<(PathBuf, &'static str)>, String> {
     static FILES: std::sync::OnceLock<Result<Vec<(PathBuf, &'static str)>, String>> =
         std::sync::OnceLock::new();
@@ -804,25 +804,17 @@ fn aarch64_files() -> Result<Vec<(PathBuf, &'static str)>, String> {
                     ));
                 }
             }
-            let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm-aarch64");
-            let out = Command::new(env!("CARGO"))
-                .args(["build", "--release", "--quiet", "--target"])
-                .arg("aarch64-unknown-linux-musl")
-                .env("CARGO_TARGET_DIR", &target_dir)
-                .env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER", "rust-lld")
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .output()
-                .map_err(|e| format!("cargo: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "cannot build for aarch64-unknown-linux-musl (rustup target add \
-                     aarch64-unknown-linux-musl): {}",
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            let helper = target_dir.join("aarch64-unknown-linux-musl/release/apply-seccomp");
+            // The arm64 Debian package's binary: what users install.
+            let dist = common::package::dist()?;
             let dir = fixture().dir.join("aarch64");
             std::fs::create_dir_all(&dir).unwrap();
+            let helper = dir.join("apply-seccomp");
+            common::package::extract_deb(
+                &common::package::deb(dist, "arm64"),
+                "./usr/bin/apply-seccomp",
+                &helper,
+                0o755,
+            );
             let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe/probe.c");
             let probe = dir.join("probe");
             let a32_src = dir.join("a32.c");

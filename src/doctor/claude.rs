@@ -152,6 +152,19 @@ fn shim(binary: &Path) -> Check {
     let ours = bwraps.iter().position(|b| shim::is_ours(b, binary));
     let put_it_there = || {
         let first_dir = bwraps.first().and_then(|b| b.parent());
+        // The Debian package's shim is there already, root's.
+        if let Some(system) = crate::install::system_shim(binary) {
+            let dir = system.parent().unwrap_or(&system).display().to_string();
+            return format!(
+                "put {dir} {} on the PATH Claude Code starts with, or as root \
+                 apply-seccomp --setup --managed (sandbox.bwrapPath {})",
+                first_dir.map_or_else(
+                    || "first".to_string(),
+                    |d| format!("before {}", d.display())
+                ),
+                system.display()
+            );
+        }
         let folder = format!("~/{}", shim::protect::LINK_FOLDER);
         let ours_dir = home().map(|h| h.join(shim::protect::LINK_FOLDER));
         let listed_before = ours_dir.as_ref().is_some_and(|od| {

@@ -152,15 +152,22 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
     };
     const BWRAP: &str = "srt bwrapPath";
     let folder = shim::protect::LINK_FOLDER;
-    let set_bwrap = format!(
-        "mkdir -p ~/{folder} && ln -sf {} ~/{folder}/bwrap, and put \"bwrapPath\": \"{}\" in {}",
-        binary.display(),
-        home.as_deref().map_or_else(
-            || format!("~/{folder}/bwrap"),
-            |h| h.join(folder).join("bwrap").display().to_string()
+    let set_bwrap = match crate::install::system_shim(binary) {
+        Some(system) => format!(
+            "put \"bwrapPath\": \"{}\" (the package's shim) in {}",
+            system.display(),
+            file.display()
         ),
-        file.display()
-    );
+        None => format!(
+            "mkdir -p ~/{folder} && ln -sf {} ~/{folder}/bwrap, and put \"bwrapPath\": \"{}\" in {}",
+            binary.display(),
+            home.as_deref().map_or_else(
+                || format!("~/{folder}/bwrap"),
+                |h| h.join(folder).join("bwrap").display().to_string()
+            ),
+            file.display()
+        ),
+    };
     let bwrap = match settings.get("bwrapPath") {
         None => Check::warn(
             BWRAP,

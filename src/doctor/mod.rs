@@ -189,7 +189,7 @@ impl Report {
     pub fn text(&self) -> String {
         let mut out = format!(
             "apply-seccomp {} doctor: {}\n",
-            env!("CARGO_PKG_VERSION"),
+            crate::install::VERSION,
             self.binary.display()
         );
         for c in &self.checks {
@@ -223,9 +223,10 @@ impl Report {
             })
             .collect();
         format!(
-            "{{\"version\":{},\"binary\":{},\"checks\":[{}],\"way_in\":{},\"can_run\":{},\
+            "{{\"version\":{},\"commit\":{},\"binary\":{},\"checks\":[{}],\"way_in\":{},\"can_run\":{},\
              \"verdict\":{}}}\n",
             s(env!("CARGO_PKG_VERSION")),
+            s(env!("BUILD_COMMIT")),
             json::string(self.binary.as_os_str().as_bytes()),
             checks.join(","),
             match self.way {
@@ -244,7 +245,9 @@ pub fn run(cfg: &Config) -> Report {
     let binary = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
-    let mut checks = machine::checks();
+    let install = crate::install::detect(&binary);
+    let mut checks = vec![Check::ok("install", install.describe(&binary))];
+    checks.extend(machine::checks());
     let (entry, way) = sandbox::entry(&binary);
     checks.push(entry);
     checks.push(sandbox::host_run(&binary, way));

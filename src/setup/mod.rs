@@ -4,7 +4,8 @@
 //! - srt: `seccomp.applyPath` (this binary) and `bwrapPath` (a link named
 //!   `bwrap` to it, for the placeholder keeper) in its settings file;
 //! - Claude Code: that link in `--bin-dir` (default
-//!   `~/.local/lib/apply-seccomp`, a folder of its own), with
+//!   `~/.local/lib/apply-seccomp`, a folder of its own; from the Debian
+//!   package, its root-owned `/usr/lib/apply-seccomp/bwrap`), with
 //!   whether that folder comes before every other `bwrap` on `PATH`; as
 //!   root with `--managed`, `sandbox.bwrapPath` in its managed settings.
 //!
@@ -301,12 +302,18 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
         read_json(&files::target(&doctor::managed_settings_file())?, EMPTY)?;
     }
     let binary = this_binary()?;
+    // The Debian package's root-owned shim, when it leads here and no
+    // folder was asked for: no link of the user's then.
+    let system = crate::install::system_shim(&binary).filter(|_| cfg.bin_dir.is_none());
     // Absolute: the settings name the link from wherever srt runs.
-    let bin_dir = cwd.join(
-        cfg.bin_dir
-            .clone()
-            .unwrap_or_else(|| home.join(shim::protect::LINK_FOLDER)),
-    );
+    let bin_dir = match system.as_deref().and_then(Path::parent) {
+        Some(dir) => dir.to_path_buf(),
+        None => cwd.join(
+            cfg.bin_dir
+                .clone()
+                .unwrap_or_else(|| home.join(shim::protect::LINK_FOLDER)),
+        ),
+    };
     let writable = writable(srt_now.as_ref().ok().map(|(text, _)| text.as_str()));
     out_of_reach("this binary", &binary, &writable).map_err(|e| {
         format!("{e}; install it elsewhere first (cargo install --path . puts it in ~/.cargo/bin)")
@@ -326,7 +333,18 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
         lines: protected.into_iter().collect(),
         record: undo::Record::default(),
     };
-    let steps = steps(cfg, &mut out, &srt_file, &bin_dir, &binary);
+    let link = match system {
+        Some(shim) => {
+            out.lines.push(format!(
+                "unchanged {} -> {} (the package's shim, root's: no sandbox can replace it)",
+                shim.display(),
+                binary.display()
+            ));
+            Ok(shim)
+        }
+        None => link(&mut out, &bin_dir, &binary),
+    };
+    let steps = link.and_then(|link| steps(cfg, &mut out, &srt_file, &bin_dir, &binary, &link));
     out.lines
         .extend(advice::earlier_link(&home, &bin_dir, &binary));
     // What was done is recorded even when a later step failed.
@@ -342,8 +360,8 @@ fn steps(
     srt_file: &Path,
     bin_dir: &Path,
     binary: &Path,
+    link: &Path,
 ) -> Result<(), String> {
-    let link = link(out, bin_dir, binary)?;
     let quote = |p: &Path| json::string(p.as_os_str().as_bytes());
     if cfg.srt {
         edit_json(
@@ -352,7 +370,7 @@ fn steps(
             SRT_DEFAULTS,
             &[
                 (&["seccomp", "applyPath"], quote(binary)),
-                (&["bwrapPath"], quote(&link)),
+                (&["bwrapPath"], quote(link)),
             ],
         )?;
     }
@@ -366,7 +384,7 @@ fn steps(
             out,
             &doctor::managed_settings_file(),
             EMPTY,
-            &[(&["sandbox", "bwrapPath"], quote(&link))],
+            &[(&["sandbox", "bwrapPath"], quote(link))],
         )?;
     }
     if !cfg.allow_unix.is_empty() {

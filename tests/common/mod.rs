@@ -12,6 +12,7 @@
 //! (set by `.ci/run`) every skip is a failure instead.
 #![allow(dead_code)]
 
+pub mod package;
 pub mod srt_cli;
 pub mod threats;
 
