@@ -25,7 +25,7 @@ pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY
                          apply-seccomp --doctor [--json] [--srt-settings FILE]\n       \
                          apply-seccomp --setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]\n       \
                          [--srt-settings FILE] [--allow-unix-socket PATH] [--dry-run]\n       \
-                         apply-seccomp --setup --undo\n       \
+                         apply-seccomp --setup --undo [--dry-run]   (or --undo)\n       \
                          apply-seccomp --race-test [--iterations N] [--strategy naive|helper|both]\n       \
                          [--join futex|spin] [--cpu LIST] [--load N] [--json] [--exec 'HELPER [ARGS]']";
 
@@ -144,6 +144,12 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
                 .map(Action::Doctor)
                 .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
         }
+        // `--undo` alone is `--setup --undo`, as the README words it.
+        Some(b"--undo") => {
+            return setup::parse(args)
+                .map(Action::Setup)
+                .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
+        }
         Some(b"--setup") => {
             return setup::parse(&args[1..])
                 .map(Action::Setup)
@@ -222,6 +228,20 @@ mod tests {
             Ok(Action::Run(cfg)) => cfg,
             other => panic!("expected a run, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn undo_alone_is_setup_undo() {
+        let env = Env::default();
+        assert_eq!(
+            parse(&args(&["--undo"]), &env).unwrap(),
+            parse(&args(&["--setup", "--undo"]), &env).unwrap()
+        );
+        assert_eq!(
+            parse(&args(&["--undo", "--dry-run"]), &env).unwrap(),
+            parse(&args(&["--setup", "--undo", "--dry-run"]), &env).unwrap()
+        );
+        assert!(parse(&args(&["--undo", "--srt"]), &env).is_err());
     }
 
     #[test]

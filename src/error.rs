@@ -300,7 +300,15 @@ impl fmt::Display for Error {
                 waited.as_micros()
             ),
             Error::Exec { program, source } => {
-                write!(f, "apply-seccomp: execvp({program}): {}", strerror(source))
+                write!(f, "apply-seccomp: execvp({program}): {}", strerror(source))?;
+                // The kernel's EACCES for a folder names no cause.
+                if source.raw_os_error() == Some(libc::EACCES)
+                    && program.contains('/')
+                    && std::path::Path::new(program).is_dir()
+                {
+                    write!(f, ": {program} is a folder, not a program")?;
+                }
+                Ok(())
             }
         }
     }

@@ -359,17 +359,30 @@ fn print_report(cfg: &RunConfig, r: &Report) {
             }
         ),
         (Kind::Fatal, step) => eprintln!("{}", Error::setup(step, source)),
-        (Kind::Warning, Step::LimitUserns) => eprintln!(
-            "apply-seccomp: could not set user.max_user_namespaces ({}); the seccomp filter \
-             alone keeps the command from making namespaces",
-            error::strerror(&source)
-        ),
+
         (Kind::Warning, step) => eprintln!(
             "apply-seccomp: {}: {} (not fatal)",
             step.describe(),
             error::strerror(&source)
         ),
         (Kind::Stopped | Kind::Exited | Kind::Listener, _) => {}
+        // Notes a command cannot act on: SRT_DEBUG's and the doctor's,
+        // never every command's stderr (issue 46).
+        (Kind::Debug, Step::LimitUserns) => debug(cfg.debug, || {
+            format!(
+                "could not set user.max_user_namespaces ({}): the seccomp filter alone keeps \
+                 the command from making namespaces",
+                error::strerror(&source)
+            )
+        }),
+        (Kind::Debug, Step::MountProc) => debug(cfg.debug, || {
+            format!(
+                "mount(/proc): {} (tolerated: the kernel refuses a new /proc here, as it does \
+                 under bubblewrap's --proc to a root caller and in a container's masked /proc; \
+                 the command sees the /proc it was given, read-only)",
+                error::strerror(&source)
+            )
+        }),
         (Kind::Debug, step) => debug(cfg.debug, || {
             format!(
                 "{}: {} (tolerated)",

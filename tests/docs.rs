@@ -444,32 +444,76 @@ fn readme_quick_start_works_on_a_fresh_copy() {
             std::fs::copy(&from, &to).unwrap();
         }
     }
-    let home = dir.join("home");
-    let real_home = PathBuf::from(std::env::var_os("HOME").unwrap());
-    std::fs::create_dir_all(home.join(".cargo/bin")).unwrap();
+    // Twice: the default cargo home (`~/.cargo`), then one outside the
+    // home folder (`CARGO_HOME`, issue 46: the PATH the user has is the
+    // cargo home's `bin`, never `~/.cargo/bin` by name).
+    for outside in [false, true] {
+        quick_start_in(&dir, &copy, &run, &claude, &srt, &guide, outside);
+    }
+}
+
+/// The user's own cargo home: `CARGO_HOME`, else `~/.cargo`.
+fn real_cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"))
+}
+
+/// The quick start's `run` lines, then the clients' sections' lines, in a
+/// fresh home folder under `dir`, for the copy `copy`; with `outside`, a
+/// cargo home outside that folder (`CARGO_HOME`).
+fn quick_start_in(
+    dir: &Path,
+    copy: &Path,
+    run: &[&String],
+    claude: &[String],
+    srt: &[String],
+    guide: &[String],
+    outside: bool,
+) {
+    let home = dir.join(if outside {
+        "home-cargo-outside"
+    } else {
+        "home"
+    });
+    let cargo_home = if outside {
+        dir.join("cargo-home")
+    } else {
+        home.join(".cargo")
+    };
+    let real = real_cargo_home();
+    std::fs::create_dir_all(cargo_home.join("bin")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
     for shared in ["registry", "git"] {
-        let real = real_home.join(".cargo").join(shared);
-        if real.exists() {
-            std::os::unix::fs::symlink(&real, home.join(".cargo").join(shared)).unwrap();
+        if real.join(shared).exists() {
+            std::os::unix::fs::symlink(real.join(shared), cargo_home.join(shared)).unwrap();
+        }
+    }
+    // The toolchain's commands (rustup's proxies) in the user's cargo home,
+    // as rustup installs them there; the PATH names that folder alone.
+    for e in std::fs::read_dir(real.join("bin")).unwrap().flatten() {
+        let name = e.file_name();
+        if name != "apply-seccomp" && !cargo_home.join("bin").join(&name).exists() {
+            std::os::unix::fs::symlink(e.path(), cargo_home.join("bin").join(&name)).unwrap();
         }
     }
     let rustup_home = std::env::var_os("RUSTUP_HOME")
         .map(PathBuf::from)
-        .unwrap_or(real_home.join(".rustup"));
+        .unwrap_or(PathBuf::from(std::env::var_os("HOME").unwrap()).join(".rustup"));
     let path = format!(
-        "{}:{}:{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "{}:{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         home.join(".local/lib/apply-seccomp").display(),
-        home.join(".cargo/bin").display(),
-        real_home.join(".cargo/bin").display(),
+        cargo_home.join("bin").display(),
     );
     let sh = |line: &str, extra_path: Option<&Path>| {
         let mut p = path.clone();
         if let Some(x) = extra_path {
             p = format!("{p}:{}", x.display());
         }
-        let out = Command::new("bash")
-            .args(["-c", line])
-            .current_dir(&copy)
+        let mut cmd = Command::new("bash");
+        cmd.args(["-c", line])
+            .current_dir(copy)
             .env_clear()
             .env("HOME", &home)
             .env("PATH", p)
@@ -477,29 +521,50 @@ fn readme_quick_start_works_on_a_fresh_copy() {
             // Built once per machine, outside the copy: the copy is fresh,
             // its build need not be.
             .env("CARGO_TARGET_DIR", project().join("target/quick-start"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+            .stdin(Stdio::null());
+        if outside {
+            cmd.env("CARGO_HOME", &cargo_home);
+        }
+        let out = cmd.output().unwrap();
         let text = format!("{}{}", stdout(&out), stderr(&out));
         assert!(
             out.status.success(),
-            "`{line}` failed ({}):\n{text}",
-            out.status
+            "`{line}` failed ({}, cargo home {}):\n{text}",
+            out.status,
+            cargo_home.display()
         );
         text
     };
     let mut said = String::new();
-    for line in &run {
+    for line in run {
         said += &sh(line, None);
     }
+    // ./setup says what each package is for, and the next step whole.
+    assert!(
+        said.contains("setup: bubblewrap ") && said.contains(" the sandbox the helper runs in\n"),
+        "{said}"
+    );
+    assert!(
+        said.contains("setup: done; now: cargo install --path . && apply-seccomp --setup\n"),
+        "{said}"
+    );
     assert!(said.contains("verdict: ok"), "--setup's doctor:\n{said}");
     assert!(
         said.contains("Seccomp_filters:\t2"),
         "the command's filters:\n{said}"
     );
+    // The binary --setup named is the one cargo installed, in that home.
+    let settings = std::fs::read_to_string(home.join(".srt-settings.json")).unwrap();
+    assert!(
+        settings.contains(&format!(
+            "\"applyPath\": \"{}\"",
+            cargo_home.join("bin/apply-seccomp").display()
+        )),
+        "{settings}"
+    );
     // The link the Claude Code section makes (--setup made it already:
     // running it again must change nothing), and the shim answers as it.
-    for line in &claude {
+    for line in claude {
         sh(line, None);
     }
     let shim = sh("SRT_DEBUG=1 bwrap --version", None);
@@ -512,11 +577,78 @@ fn readme_quick_start_works_on_a_fresh_copy() {
         return;
     };
     assert_eq!(srt.len(), 1, "{srt:?}");
-    for line in srt.iter().chain(&guide) {
+    for line in srt.iter().chain(guide) {
         let said = sh(line, Some(&package.join("node_modules/.bin")));
         if line.contains("SRT_DEBUG=1 srt") {
             assert!(said.contains("apply-seccomp: entry: "), "{said}");
             assert!(said.contains("apply-seccomp: filters: "), "{said}");
         }
     }
+}
+
+/// Issue 46: a skip is seen in a plain `cargo test`, whose harness
+/// captures what a passing test prints: the `SKIP` line goes past it, with
+/// the test's name and the count in its file.
+#[test]
+fn a_skip_is_seen_without_nocapture() {
+    if std::env::var_os("APPLY_SECCOMP_SKIP_DEMO").is_some() {
+        skip("a demonstration");
+        return;
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_skip_is_seen_without_nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("APPLY_SECCOMP_SKIP_DEMO", "1")
+        .env_remove("APPLY_SECCOMP_MUST_WORK")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "SKIP (1 in tests/docs.rs): a_skip_is_seen_without_nocapture: a demonstration\n"
+        ),
+        "{err}"
+    );
+}
+
+/// Issue 46: a test binary's folder under /tmp (the binary copies, srt's
+/// install: tens of MB) is gone once the binary has exited.
+#[test]
+fn a_test_binary_leaves_no_folder_in_tmp() {
+    if std::env::var_os("APPLY_SECCOMP_FIXTURE_DEMO").is_some() {
+        use std::io::Write;
+        let line = format!("fixture: {}\n", fixture().dir.display());
+        let _ = std::io::stdout().write_all(line.as_bytes());
+        return;
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_test_binary_leaves_no_folder_in_tmp",
+            "--test-threads",
+            "1",
+        ])
+        .env("APPLY_SECCOMP_FIXTURE_DEMO", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    let dir = said
+        .lines()
+        .find_map(|l| l.split("fixture: ").nth(1))
+        .unwrap_or_else(|| panic!("{said}"));
+    let dir = Path::new(dir);
+    assert!(dir.starts_with(std::env::temp_dir()), "{}", dir.display());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while dir.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!dir.exists(), "{} left", dir.display());
 }

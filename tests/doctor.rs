@@ -133,7 +133,7 @@ fn a_sandbox_starts_here_as_root_and_as_nobody_on_the_host() {
         d.expect("this process", "ok", "no seccomp filter");
         // No settings file, no shim: warnings, each with its one fix.
         d.expect("srt", "warning", "no settings file at");
-        assert!(d.fix("srt").contains("applyPath"), "{ctx}");
+        assert!(d.fix("srt").ends_with(" --setup --srt"), "{ctx}");
         d.expect("claude code", "warning", "not this binary");
         assert!(d.fix("claude code").contains("ln -sf"), "{ctx}");
     }
@@ -494,7 +494,9 @@ fn the_srt_settings_file_names_this_helper_out_of_reach() {
                 r#"{{"filesystem": {{"allowWrite": ["/nowhere", "{dir}"]}},
                     "seccomp": {{"applyPath": "{h}"}}}}"#
             ),
-            "fail",
+            // Commands still run (issue 46: the verdict says what a run
+            // does): a warning, with a fix that works.
+            "warning",
             "a sandboxed command can replace the helper",
         ),
         (
@@ -503,7 +505,7 @@ fn the_srt_settings_file_names_this_helper_out_of_reach() {
                 r#"{{"filesystem": {{"allowWrite": ["{dir}/../apply-seccomp-test-*"]}},
                     "seccomp": {{"applyPath": "{h}"}}}}"#
             ),
-            "fail",
+            "warning",
             "a sandboxed command can replace the helper",
         ),
         (

@@ -132,7 +132,10 @@ fn under_bubblewrap_inits_early_report_and_the_status_both_arrive() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(7), "{err}");
     assert!(
-        err.contains("apply-seccomp: mount(/proc): Operation not permitted (tolerated)"),
+        err.contains(
+            "apply-seccomp: mount(/proc): Operation not permitted (tolerated: the kernel refuses \
+             a new /proc here"
+        ),
         "{err}"
     );
     assert!(err.contains("apply-seccomp: exit status 7"), "{err}");
@@ -505,8 +508,14 @@ fn failures_have_documented_codes_and_messages() {
     let bad_elf = bad_elf.to_str().unwrap();
     let bad_elf_message = format!("apply-seccomp: execvp({bad_elf}): Exec format error");
     for (way, place, user) in common::ways_matrix() {
-        let cases: [(&[&str], i32, &str); 7] = [
+        let cases: [(&[&str], i32, &str); 8] = [
             (&[bad_elf], 126, &bad_elf_message),
+            // A folder: the kernel's EACCES, and what it means (issue 46).
+            (
+                &["/tmp"],
+                126,
+                "apply-seccomp: execvp(/tmp): Permission denied: /tmp is a folder, not a program",
+            ),
             (
                 &["/nonexistent/cmd"],
                 127,

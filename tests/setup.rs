@@ -531,3 +531,50 @@ fn allow_unix_socket_goes_to_claude_codes_env_and_is_undone() {
         assert!(!claude.exists(), "{user:?}: {}", text(&out));
     }
 }
+
+/// `text` with every blank outside its strings removed: the same JSON
+/// values, other bytes (as `json.dump` with another indent would give).
+fn reformat(text: &str) -> String {
+    let mut out = String::new();
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            escaped = !escaped && c == '\\';
+            in_string = escaped || c != '"';
+        } else if c == '"' {
+            in_string = true;
+        } else if c.is_whitespace() {
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Issue 46: `--undo` alone is `--setup --undo` (the README's word), and
+/// a settings file reformatted since setup, with the same values, is
+/// still setup's to take back: compared by value, not by bytes.
+#[test]
+fn undo_alone_takes_back_a_reformatted_file() {
+    for user in users() {
+        let (home, _) = fresh_home(user, "reformatted");
+        let settings = home.join(".srt-settings.json");
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--srt"]);
+        assert!(text(&out).contains("changed "), "{user:?}: {}", text(&out));
+        let compact = reformat(&read(&settings));
+        assert!(compact.contains("\"seccomp\":{\"applyPath\":"), "{compact}");
+        std::fs::write(&settings, &compact).unwrap();
+        let out = helper(user, &home, &fixture().helper, &["--undo"]);
+        let ctx = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{user:?}: {ctx}");
+        let now = read(&settings);
+        assert!(!now.contains("applyPath"), "{user:?}: {ctx}\n{now}");
+        assert!(!now.contains("bwrapPath"), "{user:?}: {ctx}\n{now}");
+        assert!(now.contains("\"myOwnKey\""), "{now}");
+        assert!(!ctx.contains("changed since setup"), "{ctx}");
+        assert!(
+            !home.join(".local/state/apply-seccomp/setup.json").exists(),
+            "{ctx}"
+        );
+    }
+}

@@ -47,7 +47,7 @@ pub fn claude_code(binary: &Path) -> Check {
         "sandbox.bwrapPath",
         value,
         &[],
-        Some("bwrap"),
+        (Some("bwrap"), false),
         "Claude Code finds no bubblewrap there",
     ) {
         Ok(found) => Check::ok(
@@ -176,8 +176,22 @@ fn shim(binary: &Path) -> Check {
             "mkdir -p {folder} && ln -sf {} {folder}/bwrap",
             binary.display()
         );
+        // The link there already (--setup made it): the PATH alone is left.
+        let linked = ours_dir
+            .as_ref()
+            .is_some_and(|od| shim::is_ours(&od.join("bwrap"), binary));
         if listed_before {
             link
+        } else if linked {
+            format!(
+                "put {folder} (its bwrap is this binary already) {} on the PATH Claude Code \
+                 starts with: export PATH=\"$HOME/{}:$PATH\" in your shell's start-up file",
+                first_dir.map_or_else(
+                    || "first".to_string(),
+                    |d| format!("before {}", d.display())
+                ),
+                shim::protect::LINK_FOLDER
+            )
         } else {
             format!(
                 "{link}, and put {folder} {} on the PATH Claude Code starts with",

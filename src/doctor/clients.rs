@@ -66,12 +66,16 @@ fn folder_of_entry(entry: &str, literal: bool, home: Option<&Path>) -> Option<Pa
 pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
     const NAME: &str = "srt";
     let home = home();
-    let set_it = |file: &Path| {
-        format!(
-            "put \"seccomp\": {{\"applyPath\": {}}} in {}",
-            json::string(binary.as_os_str().as_encoded_bytes()),
+    // What sets both keys right: setup, from this binary (issue 46: a
+    // command, never a hand edit; from the Debian package it names the
+    // package's shim).
+    let set_it = |file: &Path| match given {
+        Some(_) => format!(
+            "{} --setup --srt --srt-settings {}",
+            binary.display(),
             file.display()
-        )
+        ),
+        None => format!("{} --setup --srt", binary.display()),
     };
     let file = match (given, &home) {
         (Some(f), _) => PathBuf::from(f),
@@ -128,6 +132,18 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
         }
     };
     let writable = writable_folders(&settings, home.as_deref());
+    // The shim keeps this binary read-only in every sandbox it runs: an
+    // applyPath leading here is as safe as the shim's route when
+    // bwrapPath is this binary as `bwrap`.
+    let shim_guards = settings
+        .get("bwrapPath")
+        .and_then(Value::as_str)
+        .map(Path::new)
+        .is_some_and(|p| {
+            p.is_absolute()
+                && p.file_name() == Some(OsStr::new("bwrap"))
+                && shim::is_ours(p, binary)
+        });
     let apply = match settings.get("seccomp").and_then(|s| s.get("applyPath")) {
         None => Check::warn(
             NAME,
@@ -143,7 +159,7 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
             "seccomp.applyPath",
             value,
             &writable,
-            None,
+            (None, shim_guards),
             "srt silently falls back to its bundled helper when nothing is there",
         ) {
             Ok(found) => Check::ok(NAME, found),
@@ -151,23 +167,7 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
         },
     };
     const BWRAP: &str = "srt bwrapPath";
-    let folder = shim::protect::LINK_FOLDER;
-    let set_bwrap = match crate::install::system_shim(binary) {
-        Some(system) => format!(
-            "put \"bwrapPath\": \"{}\" (the package's shim) in {}",
-            system.display(),
-            file.display()
-        ),
-        None => format!(
-            "mkdir -p ~/{folder} && ln -sf {} ~/{folder}/bwrap, and put \"bwrapPath\": \"{}\" in {}",
-            binary.display(),
-            home.as_deref().map_or_else(
-                || format!("~/{folder}/bwrap"),
-                |h| h.join(folder).join("bwrap").display().to_string()
-            ),
-            file.display()
-        ),
-    };
+    let set_bwrap = set_it(&file);
     let bwrap = match settings.get("bwrapPath") {
         None => Check::warn(
             BWRAP,
@@ -185,7 +185,7 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
                 "bwrapPath",
                 value,
                 &writable,
-                Some("bwrap"),
+                (Some("bwrap"), false),
                 "srt refuses to run a command without a bubblewrap there",
             ) {
                 Ok(found) => Check::ok(
@@ -197,6 +197,23 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
         }
     };
     vec![apply, bwrap]
+}
+
+/// Whether srt's settings file (`given`, else `~/.srt-settings.json`)
+/// asks for its weaker line in containers (`enableWeakerNestedSandbox`:
+/// `--bind /proc /proc` for `--proc /proc`).
+pub fn weaker_nested(given: Option<&OsStr>) -> bool {
+    let file = match given {
+        Some(f) => PathBuf::from(f),
+        None => match home() {
+            Some(h) => h.join(".srt-settings.json"),
+            None => return false,
+        },
+    };
+    settings::read(&file)
+        .ok()
+        .and_then(|b| json::parse(&String::from_utf8_lossy(&b)).ok())
+        .is_some_and(|v| v.get("enableWeakerNestedSandbox") == Some(&Value::Bool(true)))
 }
 
 /// The folders a sandboxed command may write, by srt's settings: each
@@ -257,18 +274,21 @@ impl Wrong {
 
 /// Checks a settings value that names a binary srt runs (`key` in
 /// `file`): absolute, executable, out of every writable folder's reach
-/// (as named and as its links lead), this binary, and, with `named`, a
-/// link of that name (the shim answers to it); `when_missing` says what
-/// the client does when nothing is there. Ok: what was found. Err:
-/// what was found, whether it is a failure (else another program, a
-/// warning), and its fix (`None`: the setting itself).
+/// (as named and as its links lead) unless the shim keeps it read-only,
+/// this binary, and, with `named`, a link of that name (the shim answers
+/// to it); `when_missing` says what the client does when nothing is
+/// there. `(named, shim_guards)`: the name the shim answers to; whether
+/// the shim guards this binary (bwrapPath is it). Ok: what was found.
+/// Err: what was found, whether it is a failure (srt fails, or runs
+/// another helper: else a warning), and its fix (`None`: the setting
+/// itself).
 pub(super) fn binary_at(
     binary: &Path,
     file: &Path,
     key: &str,
     value: &Value,
     writable: &[(String, PathBuf)],
-    named: Option<&str>,
+    (named, shim_guards): (Option<&str>, bool),
     when_missing: &str,
 ) -> Result<String, Wrong> {
     let Value::String(p) = value else {
@@ -315,7 +335,7 @@ pub(super) fn binary_at(
             .any(|p| p.starts_with(dir))
         {
             // The shim protects its own route in every line it runs.
-            if named.is_some() && shim::is_ours(&path, binary) {
+            if (named.is_some() || shim_guards) && shim::is_ours(&path, binary) {
                 protected = Some(format!(
                     "; inside {} ({why}), where {}",
                     dir.display(),
@@ -323,18 +343,21 @@ pub(super) fn binary_at(
                 ));
                 break;
             }
-            return Err(Wrong::fail(
-                format!(
-                    "{at} is inside {} ({why}): a sandboxed command can replace the helper, and the \
-                     next command runs whatever it put there",
+            // Commands still run: a warning (the verdict says what a run
+            // does), with a fix that sets both keys right.
+            return Err(Wrong {
+                found: format!(
+                    "{at} is inside {} ({why}): a sandboxed command can replace the helper, and \
+                     the next command runs whatever it put there",
                     dir.display()
                 ),
-                Some(format!(
-                    "install it outside every writable folder (e.g. sudo install -m 0755 {} \
-                     /usr/local/bin/apply-seccomp) and point {key} there",
+                fail: false,
+                fix: Some(format!(
+                    "as root, install -m 0755 {} /usr/local/bin/apply-seccomp; then, as yourself, \
+                     /usr/local/bin/apply-seccomp --setup --srt",
                     binary.display()
                 )),
-            ));
+            });
         }
     }
     if !shim::is_ours(&path, binary) {
@@ -350,12 +373,7 @@ pub(super) fn binary_at(
                 "{at} is this binary, but not as `{name}`: the shim answers to that name only \
                  (under another it runs the helper)"
             ),
-            Some(format!(
-                "ln -sf {} {}/{name}, and point {key} at the link",
-                binary.display(),
-                path.parent()
-                    .map_or_else(String::new, |d| d.display().to_string())
-            )),
+            None,
         ));
     }
     Ok(match protected {

@@ -19,7 +19,10 @@
 //!   Landlock.
 //! - sandbox.rs: the helper's entry and a run of it, on the host and under
 //!   bubblewrap.
+//! - container.rs: a container's masked `/proc` and dropped `CAP_SETFCAP`,
+//!   and srt's weaker line where they stop bubblewrap.
 //! - clients.rs: srt's settings file (`seccomp.applyPath`, `bwrapPath`).
+//! - node.rs: the Node.js srt runs on, and the version it asks for.
 //! - claude.rs: Claude Code's `bwrap` (managed settings, or PATH), and the
 //!   shim's placeholders left in the current folder.
 
@@ -27,7 +30,9 @@ mod bounded;
 mod child;
 mod claude;
 mod clients;
+mod container;
 mod machine;
+mod node;
 mod sandbox;
 mod sockets;
 mod srt_options;
@@ -161,19 +166,35 @@ impl Report {
         if self.can_run() { 0 } else { 1 }
     }
 
-    fn verdict(&self) -> String {
+    /// Whether a client runs this helper: srt's `applyPath`, or Claude
+    /// Code's `bwrap` (its check ok).
+    fn a_client_uses_it(&self) -> bool {
+        self.checks
+            .iter()
+            .any(|c| matches!(c.name, "srt" | "claude code") && c.status == Status::Ok)
+    }
+
+    /// The verdict; `where_` says where the warnings are (" above" in the
+    /// text, "" in JSON).
+    fn verdict(&self, where_: &str) -> String {
         let count = |s| self.checks.iter().filter(|c| c.status == s).count();
         let (fails, warnings) = (count(Status::Fail), count(Status::Warning));
         if fails == 0 {
             format!(
-                "a sandboxed command can run here through this helper ({}){}",
+                "a sandboxed command can run here through this helper ({}){}{}",
                 match self.way {
                     WayTaken::CapabilityFree => "the capability-free way in: seccomp and Landlock",
                     _ => "namespaces and seccomp",
                 },
+                if self.a_client_uses_it() {
+                    ""
+                } else {
+                    ", but no client runs it: srt's applyPath and Claude Code's bwrap name \
+                     another (apply-seccomp --setup)"
+                },
                 match warnings {
                     0 => String::new(),
-                    n => format!("; {n} warning(s) above"),
+                    n => format!("; {n} warning(s){where_}"),
                 }
             )
         } else {
@@ -201,7 +222,7 @@ impl Report {
         out += &format!(
             "verdict: {}: {}\n",
             if self.can_run() { "ok" } else { "fail" },
-            self.verdict()
+            self.verdict(" above")
         );
         out
     }
@@ -235,7 +256,7 @@ impl Report {
                 WayTaken::None => "null".into(),
             },
             self.can_run(),
-            s(&self.verdict())
+            s(&self.verdict(""))
         )
     }
 }
@@ -253,12 +274,14 @@ pub fn run(cfg: &Config) -> Report {
     checks.push(sandbox::host_run(&binary, way));
     // The way in under bubblewrap, where clients run it, is the one that
     // counts (AppArmor's bwrap profile applies there only).
-    let (bwrap_found, bwrap_run, bwrap_way) = sandbox::bubblewrap(&binary);
+    let weaker = clients::weaker_nested(cfg.srt_settings.as_deref());
+    let (bwrap_found, bwrap_run, bwrap_way) = sandbox::bubblewrap(&binary, weaker);
     checks.push(bwrap_found);
     checks.extend(bwrap_run);
     let way = bwrap_way.unwrap_or(way);
     checks.push(sockets::check(&binary));
     checks.extend(clients::srt(&binary, cfg.srt_settings.as_deref()));
+    checks.push(node::check());
     checks.push(claude::path_entries());
     checks.push(claude::claude_code(&binary));
     checks.push(claude::leftovers());

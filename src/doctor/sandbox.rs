@@ -12,13 +12,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::machine::status_field;
-use super::srt_options::BWRAP_OPTIONS;
 use super::{Check, WayTaken, run_bounded};
 use crate::shim;
 
 /// How long a child of the doctor may take.
 const ENTRY_LIMIT: Duration = Duration::from_secs(10);
-const RUN_LIMIT: Duration = Duration::from_secs(20);
+pub(super) const RUN_LIMIT: Duration = Duration::from_secs(20);
 const VERSION_LIMIT: Duration = Duration::from_secs(5);
 
 /// The value of `key=` in a child's lines.
@@ -72,7 +71,7 @@ pub fn entry(binary: &Path) -> (Check, WayTaken) {
 }
 
 /// The seccomp filters this process already has (a command inherits them).
-fn inherited_filters() -> u32 {
+pub(super) fn inherited_filters() -> u32 {
     status_field("Seccomp_filters")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
@@ -84,7 +83,7 @@ fn inherited_filters() -> u32 {
 /// refused (the default), or every AF_UNIX socket refused with EPERM
 /// (`APPLY_SECCOMP_UNIX=deny`). Returns the way in it shows (PID 2:
 /// namespaces) or what is wrong.
-fn judge_probe(out: &str, inherited: u32) -> Result<(WayTaken, String), String> {
+pub(super) fn judge_probe(out: &str, inherited: u32) -> Result<(WayTaken, String), String> {
     let filters: u32 = field(out, "seccomp_filters")
         .and_then(|v| v.parse().ok())
         .ok_or("no answer from the command")?;
@@ -153,7 +152,8 @@ pub fn host_run(binary: &Path, way: WayTaken) -> Check {
         Ok(ran) => Check::fail(
             NAME,
             format!(
-                "apply-seccomp -- apply-seccomp --doctor-probe: {}: {}",
+                "apply-seccomp PROBE (the helper, its command this binary's --doctor-probe): \
+                 {}: {}",
                 ran.describe(RUN_LIMIT),
                 ran.stderr_text()
             ),
@@ -198,7 +198,7 @@ pub(super) fn find_bwrap(binary: &Path) -> Option<Found> {
 
 /// The bubblewrap checks: found where, version, setuid; then a run of this
 /// helper under it with srt's options.
-pub fn bubblewrap(binary: &Path) -> (Check, Option<Check>, Option<WayTaken>) {
+pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<WayTaken>) {
     const NAME: &str = "bubblewrap";
     let Some(found) = find_bwrap(binary) else {
         return (
@@ -269,21 +269,19 @@ pub fn bubblewrap(binary: &Path) -> (Check, Option<Check>, Option<WayTaken>) {
     // The run: what clients run (the first bwrap on PATH), srt's options.
     const RUN: &str = "bubblewrap run";
     let root = nix::unistd::geteuid().is_root();
-    let mut cmd = Command::new(&found.first);
-    cmd.args(BWRAP_OPTIONS);
-    if root {
-        cmd.args(["--cap-add", "CAP_SETFCAP"]);
-    }
-    cmd.arg("--")
-        .arg(binary)
-        .arg("--")
-        .arg(binary)
-        .arg("--doctor-probe");
-    cmd.env_remove("SRT_ALLOW_NESTED_USERNS");
+    // srt's line, or its weaker one where its settings ask for it.
+    let options = super::container::srt_options(weaker);
+    let cmd = super::container::probe_line(&found.first, binary, root, weaker);
     let line = format!(
-        "bwrap {}{} -- apply-seccomp -- apply-seccomp --doctor-probe",
-        BWRAP_OPTIONS.join(" "),
-        if root { " --cap-add CAP_SETFCAP" } else { "" }
+        "bwrap {}{} -- apply-seccomp PROBE (the helper under srt's {}bubblewrap line, its \
+         command this binary's --doctor-probe)",
+        options.join(" "),
+        if root { " --cap-add CAP_SETFCAP" } else { "" },
+        if weaker {
+            "weaker (enableWeakerNestedSandbox) "
+        } else {
+            ""
+        }
     );
     let run_check = match run_bounded(cmd, RUN_LIMIT) {
         Ok(ran) if ran.status.is_some_and(|s| s.success()) => {
@@ -308,7 +306,19 @@ pub fn bubblewrap(binary: &Path) -> (Check, Option<Check>, Option<WayTaken>) {
                     .map(str::trim),
                 Ok("bwrap" | "apply-seccomp")
             );
-            let fix = if text.contains("apply-seccomp:") {
+            // A container's marks, unless this runs in a sandbox (whose
+            // own mounts over /proc are no container's).
+            let container = (!in_sandbox)
+                .then(|| {
+                    super::container::explain(&text, || match weaker {
+                        true => Err("it is the line above".into()),
+                        false => super::container::weaker_run(&found.first, binary, root),
+                    })
+                })
+                .flatten();
+            let fix = if let Some(cause) = &container {
+                cause.as_str()
+            } else if text.contains("apply-seccomp:") {
                 "the helper failed inside bubblewrap: its message (above) says the cause"
             } else if in_sandbox {
                 "this doctor runs inside a sandbox (the environment check), where bubblewrap \

@@ -184,6 +184,16 @@ fn edit_json(
     if !out.dry_run {
         files::write_atomic(&file, text.as_bytes())?;
     }
+    // A new srt settings file has srt's own policy: said, with the one
+    // change that widens it (setup never widens a policy by itself).
+    if !existed && missing == SRT_DEFAULTS {
+        out.lines.push(format!(
+            "{} has srt's own defaults: commands may write nowhere but srt's temporary \
+             folders (filesystem.allowWrite []) and reach no network host (allowedDomains []); \
+             to let them write the folder srt starts in, make it \"allowWrite\": [\".\"]",
+            file.display()
+        ));
+    }
     out.record.files.push(undo::FileChange {
         path: file,
         before: existed.then_some(before),

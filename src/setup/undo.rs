@@ -4,12 +4,14 @@
 //! `~/.local/state/apply-seccomp/setup.json`, mode 0600) holds, for each
 //! file setup wrote, its whole text before and after and each value it
 //! set; for each link, where it leads. Undo goes backwards through it: a
-//! file still exactly as setup left it gets its old bytes back (or goes,
-//! if setup made it); one edited since keeps the edits and loses only the
-//! values setup set that are still what setup set them to; a link goes if
+//! file still as setup left it (the same JSON value: reformatted is not
+//! edited) gets its old bytes back (or goes, if setup made it); one edited
+//! since keeps the edits and loses only the values setup set that are
+//! still what setup set them to; a link goes if
 //! it still leads where setup pointed it, and its folder of its own
 //! (`.../apply-seccomp`) with it if nothing else is there. Nothing else
-//! is touched.
+//! is touched. The record goes once nothing setup set is left; a value
+//! undo could not take back keeps its file's entry.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -176,41 +178,67 @@ pub fn append(file: &Path, more: Record) -> Result<(), String> {
     Ok(())
 }
 
-/// Reverts one file, as the module says; its line.
-fn undo_file(f: &FileChange, dry_run: bool) -> Result<String, String> {
+/// The same JSON value: the same bytes, or texts that parse alike (a file
+/// reformatted with the same values, `json.dump` with another indent).
+fn same(a: &str, b: &str) -> bool {
+    a == b || matches!((json::parse(a), json::parse(b)), (Ok(x), Ok(y)) if x == y)
+}
+
+/// Reverts one file, as the module says: its line, and whether a value
+/// setup set is still there (the record then keeps the file).
+fn undo_file(f: &FileChange, dry_run: bool) -> Result<(String, bool), String> {
+    undo_file_text(f, dry_run).map(|(line, text)| {
+        let left = text.is_some_and(|text| {
+            f.changes.iter().any(|c| {
+                let path: Vec<&str> = c.path.iter().map(String::as_str).collect();
+                edit::get(&text, &path).is_some_and(|v| same(&v, &c.after))
+            })
+        });
+        (line, left)
+    })
+}
+
+/// [`undo_file`]'s work: its line, and the file's text after (None: gone
+/// or given back whole).
+fn undo_file_text(f: &FileChange, dry_run: bool) -> Result<(String, Option<String>), String> {
     let would = if dry_run { "would " } else { "" };
     let current = match crate::settings::read(&f.path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(crate::settings::Unread::Missing) => {
-            return Ok(format!("left {}: it is gone", f.path.display()));
+            return Ok((format!("left {}: it is gone", f.path.display()), None));
         }
         Err(e) => return Err(format!("{}: {e}", f.path.display())),
     };
-    if current == f.after {
-        match &f.before {
+    if same(&current, &f.after) {
+        let (line, text) = match &f.before {
             Some(before) => {
                 if !dry_run {
                     files::write_atomic(&f.path, before.as_bytes())?;
                 }
-                return Ok(format!("{would}restore {} as it was", f.path.display()));
+                (
+                    format!("{would}restore {} as it was", f.path.display()),
+                    None,
+                )
             }
             None => {
                 if !dry_run {
                     files::remove(&f.path)?;
                 }
-                return Ok(format!(
-                    "{would}remove {} (setup made it)",
-                    f.path.display()
-                ));
+                (
+                    format!("{would}remove {} (setup made it)", f.path.display()),
+                    None,
+                )
             }
-        }
+        };
+        // In a dry run the file is as it is now.
+        return Ok((line, text.or(dry_run.then_some(current))));
     }
     let mut text = current.clone();
     let mut said = Vec::new();
     for c in f.changes.iter().rev() {
         let path: Vec<&str> = c.path.iter().map(String::as_str).collect();
         let key = c.path.join(".");
-        if edit::get(&text, &path).as_deref() != Some(c.after.as_str()) {
+        if !edit::get(&text, &path).is_some_and(|v| same(&v, &c.after)) {
             said.push(format!("{key} left (changed since setup)"));
             continue;
         }
@@ -226,11 +254,12 @@ fn undo_file(f: &FileChange, dry_run: bool) -> Result<String, String> {
     if text != current && !dry_run {
         files::write_atomic(&f.path, text.as_bytes())?;
     }
-    Ok(format!(
+    let line = format!(
         "{would}edit {} (changed since setup: the rest kept): {}",
         f.path.display(),
         said.join(", ")
-    ))
+    );
+    Ok((line, Some(if dry_run { current } else { text })))
 }
 
 /// `--setup --undo`: the lines of what it did.
@@ -243,8 +272,14 @@ pub fn undo(file: &Path, dry_run: bool) -> Result<Vec<String>, String> {
         )]);
     }
     let mut lines = Vec::new();
+    // What undo could not take back, kept in the record for the next one.
+    let mut kept = Record::default();
     for f in record.files.iter().rev() {
-        lines.push(undo_file(f, dry_run)?);
+        let (line, left) = undo_file(f, dry_run)?;
+        lines.push(line);
+        if left && !dry_run {
+            kept.files.insert(0, f.clone());
+        }
     }
     let would = if dry_run { "would " } else { "" };
     for (link, to) in record.links.iter().rev() {
@@ -273,6 +308,14 @@ pub fn undo(file: &Path, dry_run: bool) -> Result<Vec<String>, String> {
     }
     if !dry_run {
         files::remove(file)?;
+        if !kept.files.is_empty() {
+            lines.push(format!(
+                "kept the record of {} file(s) with a value setup set still there: {}",
+                kept.files.len(),
+                file.display()
+            ));
+            append(file, kept)?;
+        }
     }
     Ok(lines)
 }

@@ -108,7 +108,7 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     };
     if limit_userns {
         if let Err(e) = sys::write_file(c"/proc/sys/user/max_user_namespaces", b"0\n") {
-            chan.report(Kind::Warning, Step::LimitUserns, e);
+            chan.report(Kind::Debug, Step::LimitUserns, e);
         }
     }
     // The caller's /proc stays, listing processes outside, some of whose

@@ -4,8 +4,9 @@
 //! uid 65534.
 //!
 //! The binary and the probe are copied to a world-readable folder under
-//! /tmp, since uid 65534 may not reach the checkout. Folders of earlier runs
-//! whose process is gone are removed when the next run starts.
+//! /tmp, since uid 65534 may not reach the checkout. It is removed once
+//! the test binary has exited (and a folder a killed run left, when the
+//! next run starts).
 //!
 //! A test that needs something missing (root, bubblewrap, strace, a C
 //! compiler) skips with a `SKIP:` line; with `APPLY_SECCOMP_MUST_WORK=1`
@@ -34,12 +35,28 @@ pub fn must_work() -> bool {
     std::env::var_os("APPLY_SECCOMP_MUST_WORK").is_some_and(|v| v == "1")
 }
 
-/// Skips the calling test (returns `false`) or, in CI, fails it.
+/// Skips the calling test (returns `false`) or, in CI, fails it. The
+/// `SKIP:` line, with the test's name and a count for this test binary,
+/// goes straight to stderr, past the harness's capture: a plain
+/// `cargo test` shows it (a skipped test still reads `ok`).
 pub fn skip(reason: &str) -> bool {
     if must_work() {
         panic!("APPLY_SECCOMP_MUST_WORK=1 and this test cannot run: {reason}");
     }
-    eprintln!("SKIP: {reason}");
+    static SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SKIPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let binary = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .map(|n| {
+            n.rsplit_once('-')
+                .map_or(n.clone(), |(name, _)| name.to_string())
+        })
+        .unwrap_or_default();
+    let line = format!("SKIP ({n} in tests/{binary}.rs): {test}: {reason}\n");
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(line.as_bytes());
     false
 }
 
@@ -111,6 +128,21 @@ fn make_fixture() -> Fixture {
     }
     let dir = tmp.join(format!("{PREFIX}{}-{}", std::process::id(), nonce()));
     std::fs::create_dir_all(&dir).expect("create fixture folder");
+    // Gone once this test binary has exited (it has no end to hook): a
+    // shell of its own waits for it, then removes the folder (issue 46: each
+    // run left tens of MB in /tmp).
+    let _ = Command::new("/bin/sh")
+        .args([
+            "-c",
+            "while kill -0 \"$1\" 2>/dev/null; do sleep 0.5; done; rm -rf -- \"$2\"",
+            "sh",
+        ])
+        .arg(std::process::id().to_string())
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let helper = dir.join("apply-seccomp");
     install(
