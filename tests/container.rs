@@ -227,3 +227,45 @@ fn a_profile_refusing_namespaces_is_named_in_the_container() {
         );
     }
 }
+
+/// A setuid bubblewrap first on PATH (some distributions' packages, or a
+/// hand install): srt's line cannot use it, and the doctor says why and
+/// what to install instead (uid 65534, for whom the bit matters).
+#[test]
+fn a_setuid_bubblewrap_is_named() {
+    if !can_run() {
+        return;
+    }
+    let dir = common::fresh_folder("setuid-bwrap");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    common::install(&which("bwrap").unwrap(), &dir.join("bwrap"), 0o4755);
+    let home = home(User::Unprivileged, "setuid");
+    let id = NOBODY.to_string();
+    let out = Command::new("setpriv")
+        .args(["--reuid", &id, "--regid", &id, "--clear-groups", "--"])
+        .arg(&fixture().helper)
+        .args(["--doctor", "--json"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", format!("{}:/usr/bin:/bin", dir.display()))
+        .current_dir(&home)
+        .output()
+        .unwrap();
+    let r = report(&out);
+    assert!(
+        check(&r, "bubblewrap")["found"]
+            .as_str()
+            .unwrap()
+            .contains("setuid root"),
+        "{r}"
+    );
+    let run = check(&r, "bubblewrap run");
+    assert_eq!(run["status"], "fail", "{r}");
+    assert!(
+        run["fix"]
+            .as_str()
+            .unwrap()
+            .contains("this bubblewrap is setuid root"),
+        "{run}"
+    );
+}

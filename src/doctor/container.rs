@@ -3,7 +3,8 @@
 //! relatives bind `/dev/null` over `/proc/kcore`, `/proc/keys` ..., mount
 //! a tmpfs over `/proc/acpi`, make `/proc/sys` read-only), with which the
 //! kernel refuses a new `/proc` (bubblewrap's `--proc /proc`: srt's line);
-//! root without `CAP_SETFCAP`, which refuses bubblewrap's id map. srt's
+//! root without `CAP_SETFCAP`, which refuses bubblewrap's id map; and a
+//! setuid bubblewrap, which srt's line cannot use. srt's
 //! weaker line (`enableWeakerNestedSandbox`: `--bind /proc /proc`) is
 //! tried where a masked `/proc` is the cause.
 
@@ -84,10 +85,23 @@ pub fn root_without_setfcap() -> bool {
             .is_some_and(|caps| caps & (1 << 31) == 0)
 }
 
-/// What a container's marks make of bubblewrap's failure with `stderr`:
-/// the cause and its fix, or None. `weaker` runs srt's weaker line and
+/// What a container's marks, or a `setuid` bubblewrap, make of
+/// bubblewrap's failure with `stderr`: the cause and its fix, or None. `weaker` runs srt's weaker line and
 /// says what it saw (Ok) or how it failed.
-pub fn explain(stderr: &str, weaker: impl FnOnce() -> Result<String, String>) -> Option<String> {
+pub fn explain(
+    stderr: &str,
+    setuid: bool,
+    weaker: impl FnOnce() -> Result<String, String>,
+) -> Option<String> {
+    if setuid {
+        return Some(
+            "this bubblewrap is setuid root, and srt's line (--unshare-user, --cap-drop ALL, \
+             its own uid map) needs one that is not (srt: 0.8.0 or later, not setuid): install \
+             your distribution's bubblewrap without the setuid bit (Debian's and Ubuntu's are \
+             not setuid), or remove the bit (chmod u-s)"
+                .into(),
+        );
+    }
     if stderr.contains("setting up uid map") && root_without_setfcap() {
         return Some(
             "this root has no CAP_SETFCAP (CapBnd in /proc/self/status: a container dropped \

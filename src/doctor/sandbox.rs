@@ -310,7 +310,7 @@ pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<
             // own mounts over /proc are no container's).
             let container = (!in_sandbox)
                 .then(|| {
-                    super::container::explain(&text, || match weaker {
+                    super::container::explain(&text, setuid, || match weaker {
                         true => Err("it is the line above".into()),
                         false => super::container::weaker_run(&found.first, binary, root),
                     })
