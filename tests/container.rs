@@ -137,6 +137,31 @@ fn a_masked_proc_is_named_and_the_weaker_line_tried() {
             "{run}"
         );
         assert_eq!(r["can_run"], true, "{r}");
+        // And srt itself, with that key and this helper, runs a command
+        // in the container.
+        if let Some(srt) = common::srt_package() {
+            let settings = format!(
+                r#"{{"network": {{"allowedDomains": [], "deniedDomains": []}},
+  "filesystem": {{"denyRead": [], "allowWrite": [], "denyWrite": []}},
+  "seccomp": {{"applyPath": "{helper}"}}, "enableWeakerNestedSandbox": true}}"#
+            );
+            std::fs::write(&file, settings).unwrap();
+            let srt = srt.join("node_modules/.bin/srt");
+            let tmp = common::client_tmp().to_str().unwrap().to_string();
+            let out = in_container(
+                user,
+                &home,
+                &[("SRT_DEBUG", "1"), ("TMPDIR", &tmp)],
+                &[srt.to_str().unwrap(), "-c", "echo ran in $$"],
+            );
+            let err = stderr(&out);
+            assert!(
+                stdout(&out).contains("ran in 2\n"),
+                "{user:?}: {}{err}",
+                stdout(&out)
+            );
+            assert!(err.contains("apply-seccomp: entry: "), "{err}");
+        }
     }
 }
 

@@ -350,3 +350,45 @@ fn the_doctor_names_the_node_srt_asks_for() {
         }
     }
 }
+
+/// Claude Code's fix, followed as printed: its command run, then the
+/// folder put first on the PATH the client starts with; the doctor's
+/// Claude Code check is then ok.
+#[test]
+fn the_claude_code_fix_works_when_followed() {
+    for user in users() {
+        let home = home(user, "claude");
+        let report = doctor(user, &home);
+        let fix = check(&report, "claude code")["fix"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (command, rest) = fix
+            .split_once(", and put ")
+            .unwrap_or_else(|| panic!("{fix}"));
+        let out = follow(user, &home, command);
+        assert!(out.status.success(), "`{command}`: {}", stderr(&out));
+        assert!(
+            rest.starts_with("~/.local/lib/apply-seccomp before "),
+            "{rest}"
+        );
+        let path = format!("{}:{PATH}", home.join(".local/lib/apply-seccomp").display());
+        let mut cmd = Command::new(&fixture().helper);
+        cmd.args(["--doctor", "--json"])
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", &path)
+            .current_dir(&home)
+            .stdin(Stdio::null());
+        if let Some(u) = uid_of(user) {
+            cmd.uid(u).gid(u);
+        }
+        let out = cmd.output().unwrap();
+        let after: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(
+            check(&after, "claude code")["status"],
+            "ok",
+            "{user:?}: {after}"
+        );
+    }
+}
