@@ -24,7 +24,7 @@ pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY
                          apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
                          apply-seccomp --doctor [--json] [--srt-settings FILE]\n       \
                          apply-seccomp --setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]\n       \
-                         [--srt-settings FILE] [--allow-unix-socket PATH] [--dry-run]\n       \
+                         [--srt-settings FILE] [--allow-unix-socket PATH] [--gpu] [--dry-run]\n       \
                          apply-seccomp --setup --undo [--dry-run]   (or --undo)\n       \
                          apply-seccomp --race-test [--iterations N] [--strategy naive|helper|both]\n       \
                          [--join futex|spin] [--cpu LIST] [--load N] [--json] [--exec 'HELPER [ARGS]']";

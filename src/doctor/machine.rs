@@ -21,7 +21,60 @@ pub fn checks() -> Vec<Check> {
         this_process(),
         environment(),
         landlock(),
+        gpus(),
     ]
+}
+
+/// The GPUs the shim would pass (`APPLY_SECCOMP_DEVICES`, issue 47), and
+/// whether the setting is on.
+fn gpus() -> Check {
+    use crate::shim::devices;
+    const NAME: &str = "gpus";
+    let value = std::env::var_os(devices::VARIABLE);
+    let asked = match devices::asked(value.as_deref()) {
+        Ok(a) => a,
+        Err(e) => {
+            return Check::warn(
+                NAME,
+                e,
+                format!("set {}=gpu (or gpu,card), or unset it", devices::VARIABLE),
+            );
+        }
+    };
+    let gpu = devices::Asked {
+        gpu: true,
+        card: false,
+    };
+    let names = |nodes: Vec<std::path::PathBuf>| match nodes.len() {
+        0 => "none on this host".to_string(),
+        _ => nodes
+            .iter()
+            .map(|n| n.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let dev = std::path::Path::new("/dev");
+    if asked.any() {
+        Check::ok(
+            NAME,
+            format!(
+                "on ({}={}): the shim passes {}",
+                devices::VARIABLE,
+                value.unwrap_or_default().to_string_lossy(),
+                names(devices::nodes(dev, asked))
+            ),
+        )
+    } else {
+        Check::ok(
+            NAME,
+            format!(
+                "off: sandboxed commands see no GPU; with {}=gpu the shim would pass {} \
+                 (apply-seccomp --setup --gpu)",
+                devices::VARIABLE,
+                names(devices::nodes(dev, gpu))
+            ),
+        )
+    }
 }
 
 fn kernel() -> Check {

@@ -5,6 +5,8 @@ use std::path::Path;
 
 use super::files;
 use crate::shim;
+use crate::{doctor, json};
+use std::path::PathBuf;
 
 /// A link `~/.local/bin/bwrap` to this binary (where an earlier setup
 /// made it) left beside the one in `bin_dir`: what it costs, and how to
@@ -54,4 +56,28 @@ pub fn path_order(dir: &Path) -> Option<String> {
         dir.display(),
         dir.display()
     ))
+}
+
+/// The folders srt's settings (their text) let a sandboxed command write.
+pub fn writable(srt_text: Option<&str>) -> Vec<(String, PathBuf)> {
+    let settings = srt_text
+        .and_then(|text| json::parse(text).ok())
+        .unwrap_or(json::Value::Null);
+    doctor::writable_folders(&settings, doctor::home().as_deref())
+}
+
+/// Err if `path` is inside one of `writable`.
+pub fn out_of_reach(what: &str, path: &Path, writable: &[(String, PathBuf)]) -> Result<(), String> {
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    match writable
+        .iter()
+        .find(|(_, dir)| path.starts_with(dir) || resolved.starts_with(dir))
+    {
+        Some((why, dir)) => Err(format!(
+            "{what} {} is inside {} ({why}): a sandboxed command could replace it",
+            path.display(),
+            dir.display()
+        )),
+        None => Ok(()),
+    }
 }

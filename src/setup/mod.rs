@@ -17,6 +17,7 @@
 mod advice;
 mod edit;
 mod files;
+mod gpu;
 mod sockets;
 mod undo;
 
@@ -29,7 +30,7 @@ use crate::json;
 use crate::shim;
 
 /// `--setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]
-/// [--srt-settings FILE] [--allow-unix-socket PATH]... [--dry-run]`, or
+/// [--srt-settings FILE] [--allow-unix-socket PATH]... [--gpu] [--dry-run]`, or
 /// `--setup --undo [--dry-run]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Config {
@@ -42,6 +43,8 @@ pub struct Config {
     pub undo: bool,
     /// Host sockets commands may reach (sockets.rs).
     pub allow_unix: Vec<PathBuf>,
+    /// GPUs in the sandbox (gpu.rs).
+    pub gpu: bool,
 }
 
 /// Parses the words after `--setup`.
@@ -61,6 +64,7 @@ pub fn parse(args: &[OsString]) -> Result<Config, String> {
             b"--managed" => cfg.managed = true,
             b"--dry-run" => cfg.dry_run = true,
             b"--undo" => cfg.undo = true,
+            b"--gpu" => cfg.gpu = true,
             b"--bin-dir" => cfg.bin_dir = Some(value("--bin-dir")?),
             b"--srt-settings" => cfg.srt_settings = Some(value("--srt-settings")?),
             b"--allow-unix-socket" => {
@@ -76,7 +80,8 @@ pub fn parse(args: &[OsString]) -> Result<Config, String> {
             other => {
                 return Err(format!(
                     "--setup takes --srt, --claude-code, --managed, --bin-dir DIR, \
-                     --srt-settings FILE, --allow-unix-socket PATH, --dry-run and --undo, not {}",
+                     --srt-settings FILE, --allow-unix-socket PATH, --gpu, --dry-run and --undo, \
+                     not {}",
                     String::from_utf8_lossy(other)
                 ));
             }
@@ -228,30 +233,6 @@ fn link(out: &mut Out, dir: &Path, binary: &Path) -> Result<PathBuf, String> {
     Ok(link)
 }
 
-/// The folders srt's settings (their text) let a sandboxed command write.
-fn writable(srt_text: Option<&str>) -> Vec<(String, PathBuf)> {
-    let settings = srt_text
-        .and_then(|text| json::parse(text).ok())
-        .unwrap_or(json::Value::Null);
-    doctor::writable_folders(&settings, doctor::home().as_deref())
-}
-
-/// Err if `path` is inside one of `writable`.
-fn out_of_reach(what: &str, path: &Path, writable: &[(String, PathBuf)]) -> Result<(), String> {
-    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    match writable
-        .iter()
-        .find(|(_, dir)| path.starts_with(dir) || resolved.starts_with(dir))
-    {
-        Some((why, dir)) => Err(format!(
-            "{what} {} is inside {} ({why}): a sandboxed command could replace it",
-            path.display(),
-            dir.display()
-        )),
-        None => Ok(()),
-    }
-}
-
 /// This binary, where it is: Err if it is not executable by this user.
 fn this_binary() -> Result<PathBuf, String> {
     let binary = std::fs::canonicalize("/proc/self/exe")
@@ -324,13 +305,13 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
                 .unwrap_or_else(|| home.join(shim::protect::LINK_FOLDER)),
         ),
     };
-    let writable = writable(srt_now.as_ref().ok().map(|(text, _)| text.as_str()));
-    out_of_reach("this binary", &binary, &writable).map_err(|e| {
+    let writable = advice::writable(srt_now.as_ref().ok().map(|(text, _)| text.as_str()));
+    advice::out_of_reach("this binary", &binary, &writable).map_err(|e| {
         format!("{e}; install it elsewhere first (cargo install --path . puts it in ~/.cargo/bin)")
     })?;
     // A link folder a command may write is no reason to refuse: the shim
     // protects its own route in every line it runs (shim/protect.rs).
-    let protected = out_of_reach("the folder for the bwrap link", &bin_dir, &writable)
+    let protected = advice::out_of_reach("the folder for the bwrap link", &bin_dir, &writable)
         .err()
         .map(|e| {
             format!(
@@ -399,6 +380,9 @@ fn steps(
     }
     if !cfg.allow_unix.is_empty() {
         sockets::allow(out, &home()?, &cfg.allow_unix, (cfg.srt, cfg.claude_code))?;
+    }
+    if cfg.gpu {
+        gpu::enable(out, &home()?, (cfg.srt, cfg.claude_code))?;
     }
     Ok(())
 }

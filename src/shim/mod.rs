@@ -11,7 +11,8 @@
 //! through unchanged, never half-rewritten.
 //!
 //! This file: the rewrite (pure) and the `--args` files it reads; find.rs:
-//! which bubblewrap to run, never looping; log.rs: the replayable record
+//! which bubblewrap to run, never looping; devices.rs: the GPUs passed
+//! through on request; log.rs: the replayable record
 //! of `APPLY_SECCOMP_LOG`; run.rs: the entry, called by main.rs; keep/: the
 //! placeholder keeper. The doctor uses the search and the keeper's list of
 //! leftovers.
@@ -23,6 +24,7 @@ use std::path::Path;
 use crate::bwrap_args::{self, ReadArgs, Unwalked};
 use crate::sys;
 
+pub mod devices;
 mod find;
 pub mod keep;
 mod log;

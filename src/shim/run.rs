@@ -134,6 +134,16 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
     // What leads to this shim and to what it runs, kept out of the
     // command's reach (protect.rs); the keeper's folder hidden where the
     // line makes it writable.
+    // The GPUs, where the client's environment asks (devices.rs): read
+    // here only, never from the line (whose --setenv is the sandbox's).
+    let gpus = match shim::devices::asked(std::env::var_os(shim::devices::VARIABLE).as_deref()) {
+        Ok(asked) if asked.any() => Some(shim::devices::nodes(Path::new("/dev"), asked)),
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!("apply-seccomp: bwrap shim: {e}");
+            None
+        }
+    };
     let command_at = bwrap_args::walk(&plain_args).map_or(plain_args.len(), |w| w.command_at);
     let route = route(argv0, &ours, &real, &plain_args[command_at..]);
     for (what, words) in [
@@ -141,6 +151,15 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
         (" (line as given)", Some(&mut plain_args)),
     ] {
         let Some(words) = words else { continue };
+        if let Some(nodes) = &gpus {
+            let note = shim::devices::pass(words, nodes).unwrap_or_else(|e| e);
+            debug(debug_on, || {
+                format!(
+                    "bwrap shim: devices ({}): {note}{what}",
+                    shim::devices::VARIABLE
+                )
+            });
+        }
         let hidden = keeper.as_ref().ok().map(PathBuf::as_path);
         let note = shim::protect::protect(words, &route, hidden).map_or_else(|e| e, |p| p.note());
         debug(debug_on, || format!("bwrap shim: {note}{what}"));
