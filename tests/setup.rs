@@ -578,3 +578,30 @@ fn undo_alone_takes_back_a_reformatted_file() {
         );
     }
 }
+
+/// `--setup --gpu` (issue 47): `APPLY_SECCOMP_DEVICES=gpu` in Claude
+/// Code's settings `env`, the export line for srt, what it gives a
+/// command said; `--undo` takes it back.
+#[test]
+fn gpu_goes_to_claude_codes_env_and_is_undone() {
+    for user in users() {
+        let (home, _) = fresh_home(user, "gpu");
+        std::fs::create_dir(home.join(".claude")).unwrap();
+        if let Some(u) = uid_of(user) {
+            std::os::unix::fs::chown(home.join(".claude"), Some(u), Some(u)).unwrap();
+        }
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--gpu"]);
+        let ctx = text(&out);
+        assert!(
+            ctx.contains("export APPLY_SECCOMP_DEVICES=\"gpu\""),
+            "{user:?}: {ctx}"
+        );
+        assert!(ctx.contains("its driver's whole ioctl interface"), "{ctx}");
+        let claude = home.join(".claude/settings.json");
+        let settings: serde_json::Value = serde_json::from_str(&read(&claude)).unwrap();
+        assert_eq!(settings["env"]["APPLY_SECCOMP_DEVICES"], "gpu", "{ctx}");
+        let out = helper(user, &home, &fixture().helper, &["--undo"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(!claude.exists(), "{}", text(&out));
+    }
+}

@@ -16,6 +16,7 @@
 
 mod advice;
 mod edit;
+mod env;
 mod files;
 mod gpu;
 mod sockets;

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{EMPTY, Out, edit_json, read_json};
+use super::{EMPTY, Out, read_json};
 use crate::json;
 
 const VARIABLE: &str = "APPLY_SECCOMP_ALLOW_UNIX";
@@ -17,7 +17,7 @@ pub fn allow(
     out: &mut Out,
     home: &Path,
     paths: &[PathBuf],
-    (srt, claude_code): (bool, bool),
+    clients: (bool, bool),
 ) -> Result<(), String> {
     for p in paths {
         let is_socket = std::fs::metadata(p)
@@ -39,27 +39,7 @@ pub fn allow(
         }
     }
     let value = list.join(":");
-    let no_folder = !settings.parent().is_some_and(Path::is_dir);
-    if claude_code && no_folder {
-        out.lines.push(format!(
-            "{} is missing (Claude Code has not run as this user): nothing written for Claude \
-             Code; start it once and run this again, or export the variable as below",
-            home.join(".claude").display()
-        ));
-    } else if claude_code {
-        edit_json(
-            out,
-            &settings,
-            EMPTY,
-            &[(&["env", VARIABLE], json::string(value.as_bytes()))],
-        )?;
-    }
-    if srt || no_folder {
-        out.lines.push(format!(
-            "srt passes on the environment it starts with: add the line export \
-             {VARIABLE}=\"{value}\" to your shell's start-up file (or set it where srt is run)"
-        ));
-    }
+    super::env::set(out, home, (VARIABLE, &value), clients)?;
     out.lines.push(format!(
         "a command that reaches {value} can use it as you: ssh-agent and gpg-agent sign as you, \
          docker.sock is root on this machine"
