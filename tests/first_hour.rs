@@ -392,3 +392,55 @@ fn the_claude_code_fix_works_when_followed() {
         );
     }
 }
+
+/// A `node` a sandboxed command could have planted (first on PATH, in a
+/// folder srt's settings let commands write): the doctor never runs it,
+/// and says why.
+#[test]
+fn the_doctor_never_runs_a_planted_node() {
+    for user in users() {
+        let home = home(user, "planted-node");
+        let planted = home.join("project");
+        std::fs::create_dir(&planted).unwrap();
+        let marker = home.join("node-ran");
+        let src = home.join("node.src");
+        std::fs::write(
+            &src,
+            format!("#!/bin/sh\ntouch {}\necho v24.0.0\n", marker.display()),
+        )
+        .unwrap();
+        common::install(&src, &planted.join("node"), 0o755);
+        std::fs::write(
+            home.join(".srt-settings.json"),
+            srt_settings(&format!("\"{}\"", planted.display()), ""),
+        )
+        .unwrap();
+        if let Some(u) = uid_of(user) {
+            let status = Command::new("chown")
+                .args(["-R", &format!("{u}:{u}")])
+                .arg(&home)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let mut cmd = Command::new(&fixture().helper);
+        cmd.args(["--doctor", "--json"])
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", format!("{}:{PATH}", planted.display()))
+            .current_dir(&home)
+            .stdin(Stdio::null());
+        if let Some(u) = uid_of(user) {
+            cmd.uid(u).gid(u);
+        }
+        let out = cmd.output().unwrap();
+        let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let node = check(&report, "node");
+        assert_eq!(node["status"], "warning", "{user:?}: {node}");
+        assert!(
+            node["found"].as_str().unwrap().contains("not run"),
+            "{node}"
+        );
+        assert!(!marker.exists(), "{user:?}: the planted node ran");
+    }
+}

@@ -199,21 +199,22 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
     vec![apply, bwrap]
 }
 
-/// Whether srt's settings file (`given`, else `~/.srt-settings.json`)
-/// asks for its weaker line in containers (`enableWeakerNestedSandbox`:
-/// `--bind /proc /proc` for `--proc /proc`).
-pub fn weaker_nested(given: Option<&OsStr>) -> bool {
+/// srt's settings file (`given`, else `~/.srt-settings.json`) as JSON,
+/// where it reads and parses: what the checks before srt's own need of it
+/// (its weaker line, the folders a command may write).
+pub fn srt_settings(given: Option<&OsStr>) -> Option<Value> {
     let file = match given {
         Some(f) => PathBuf::from(f),
-        None => match home() {
-            Some(h) => h.join(".srt-settings.json"),
-            None => return false,
-        },
+        None => home()?.join(".srt-settings.json"),
     };
-    settings::read(&file)
-        .ok()
-        .and_then(|b| json::parse(&String::from_utf8_lossy(&b)).ok())
-        .is_some_and(|v| v.get("enableWeakerNestedSandbox") == Some(&Value::Bool(true)))
+    let bytes = settings::read(&file).ok()?;
+    json::parse(&String::from_utf8_lossy(&bytes)).ok()
+}
+
+/// Whether srt's settings ask for its weaker line in containers
+/// (`enableWeakerNestedSandbox`: `--bind /proc /proc` for `--proc /proc`).
+pub fn weaker_nested(settings: Option<&Value>) -> bool {
+    settings.is_some_and(|v| v.get("enableWeakerNestedSandbox") == Some(&Value::Bool(true)))
 }
 
 /// The folders a sandboxed command may write, by srt's settings: each

@@ -274,14 +274,20 @@ pub fn run(cfg: &Config) -> Report {
     checks.push(sandbox::host_run(&binary, way));
     // The way in under bubblewrap, where clients run it, is the one that
     // counts (AppArmor's bwrap profile applies there only).
-    let weaker = clients::weaker_nested(cfg.srt_settings.as_deref());
+    let srt_settings = clients::srt_settings(cfg.srt_settings.as_deref());
+    let weaker = clients::weaker_nested(srt_settings.as_ref());
     let (bwrap_found, bwrap_run, bwrap_way) = sandbox::bubblewrap(&binary, weaker);
     checks.push(bwrap_found);
     checks.extend(bwrap_run);
     let way = bwrap_way.unwrap_or(way);
     checks.push(sockets::check(&binary));
     checks.extend(clients::srt(&binary, cfg.srt_settings.as_deref()));
-    checks.push(node::check());
+    // Never run a node a sandboxed command could have put there.
+    let writable = writable_folders(
+        srt_settings.as_ref().unwrap_or(&json::Value::Null),
+        home().as_deref(),
+    );
+    checks.push(node::check(&writable));
     checks.push(claude::path_entries());
     checks.push(claude::claude_code(&binary));
     checks.push(claude::leftovers());

@@ -1,9 +1,11 @@
 //! Node.js, which srt runs on: srt 0.0.83 asks for Node >= 22.12 (its
 //! `engines`; npm warns `EBADENGINE` on an older one, and Debian 12's
 //! `nodejs` is 18). Found on `PATH` as a client would (absolute entries
-//! only), asked `--version` in a bounded child.
+//! only), asked `--version` in a bounded child, unless it lies where a
+//! sandboxed command may write (srt's settings): never run one a command
+//! could have planted.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{Check, run_bounded};
@@ -20,7 +22,10 @@ pub fn version(text: &str) -> Option<(u32, u32)> {
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
-pub fn check() -> Check {
+/// `writable`: the folders a sandboxed command may write (srt's
+/// settings): a `node` there, as named or as its links lead, could have
+/// been planted by one, and is not run.
+pub fn check(writable: &[(String, PathBuf)]) -> Check {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let Some(node) = shim::search_dirs(Some(&path))
         .0
@@ -34,6 +39,31 @@ pub fn check() -> Check {
         );
     };
     let at = node.display();
+    let resolved = std::fs::canonicalize(&node).unwrap_or_else(|_| node.clone());
+    let as_named = node
+        .parent()
+        .and_then(|d| std::fs::canonicalize(d).ok())
+        .map(|d| d.join("node"));
+    let inside = writable.iter().find(|(_, dir)| {
+        [Some(&resolved), as_named.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|p| p.starts_with(dir))
+    });
+    if let Some((why, dir)) = inside {
+        return Check::warn(
+            NAME,
+            format!(
+                "{at} lies inside {} ({why}), where a sandboxed command may write: not run (a \
+                 command could have put it there), and srt runs the first node on PATH",
+                dir.display()
+            ),
+            format!(
+                "take {} off the PATH srt starts with, or out of srt's allowWrite",
+                node.parent().unwrap_or(&node).display()
+            ),
+        );
+    }
     let mut cmd = std::process::Command::new(&node);
     cmd.arg("--version");
     let said = match run_bounded(cmd, Duration::from_secs(5)) {
