@@ -9,7 +9,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use common::{NOBODY, User, fixture, is_root, skip, stderr, stdout, users, which};
 use serde_json::Value;
@@ -41,28 +41,9 @@ fn can_run() -> bool {
 /// `command` as `user` inside the emulated container, with `env` alone
 /// (and `HOME`, `PATH`).
 fn in_container(user: User, home: &Path, env: &[(&str, &str)], command: &[&str]) -> Output {
-    let mut cmd = Command::new("unshare");
-    cmd.args(["-m", "--", "sh", "-c", MASKS, "masks"]);
-    if user == User::Unprivileged {
-        let id = NOBODY.to_string();
-        cmd.args([
-            "setpriv",
-            "--reuid",
-            &id,
-            "--regid",
-            &id,
-            "--clear-groups",
-            "--",
-        ]);
-    }
-    cmd.args(command)
-        .env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .envs(env.iter().copied())
-        .current_dir(home)
-        .stdin(Stdio::null());
-    cmd.output().unwrap()
+    let mut all = vec![("PATH", "/usr/local/bin:/usr/bin:/bin")];
+    all.extend(env);
+    common::in_mount_ns(MASKS, user, home, &all, command)
 }
 
 fn home(user: User, tag: &str) -> std::path::PathBuf {

@@ -18,9 +18,9 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-use common::{NOBODY, User, fixture, is_root, skip, stderr, stdout, users, which};
+use common::{User, fixture, is_root, skip, stderr, stdout, users, which};
 
 /// The emulated `/dev`, then `"$@"`: run by `unshare -m` as root.
 const DEV: &str = r#"set -e
@@ -86,29 +86,10 @@ fn shim_dir() -> PathBuf {
 
 /// `command` as `user` in the emulated `/dev`, in `dir`, with `env`.
 fn in_dev(user: User, dir: &Path, env: &[(&str, &str)], command: &[&str]) -> Output {
-    let mut cmd = Command::new("unshare");
-    cmd.args(["-m", "--", "sh", "-c", DEV, "dev"]);
-    if user == User::Unprivileged {
-        let id = NOBODY.to_string();
-        cmd.args([
-            "setpriv",
-            "--reuid",
-            &id,
-            "--regid",
-            &id,
-            "--clear-groups",
-            "--",
-        ]);
-    }
-    cmd.args(command)
-        .env_clear()
-        .env("HOME", dir)
-        .env("TMPDIR", common::client_tmp())
-        .env("SRT_DEBUG", "1")
-        .envs(env.iter().copied())
-        .current_dir(dir)
-        .stdin(Stdio::null());
-    cmd.output().unwrap()
+    let tmp = common::client_tmp().to_str().unwrap();
+    let mut all = vec![("TMPDIR", tmp), ("SRT_DEBUG", "1")];
+    all.extend(env);
+    common::in_mount_ns(DEV, user, dir, &all, command)
 }
 
 fn seen(out: &Output) -> BTreeSet<String> {

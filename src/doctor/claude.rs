@@ -152,16 +152,17 @@ fn shim(binary: &Path) -> Check {
     let ours = bwraps.iter().position(|b| shim::is_ours(b, binary));
     let put_it_there = || {
         let first_dir = bwraps.first().and_then(|b| b.parent());
+        // Where on PATH the shim's folder must come.
+        let place = first_dir.map_or_else(
+            || "first".to_string(),
+            |d| format!("before {}", d.display()),
+        );
         // The Debian package's shim is there already, root's.
         if let Some(system) = crate::install::system_shim(binary) {
             let dir = system.parent().unwrap_or(&system).display().to_string();
             return format!(
-                "put {dir} {} on the PATH Claude Code starts with, or as root \
+                "put {dir} {place} on the PATH Claude Code starts with, or as root \
                  apply-seccomp --setup --managed (sandbox.bwrapPath {})",
-                first_dir.map_or_else(
-                    || "first".to_string(),
-                    |d| format!("before {}", d.display())
-                ),
                 system.display()
             );
         }
@@ -184,22 +185,13 @@ fn shim(binary: &Path) -> Check {
             link
         } else if linked {
             format!(
-                "put {folder} (its bwrap is this binary already) {} on the PATH Claude Code \
-                 starts with: export PATH=\"$HOME/{}:$PATH\" in your shell's start-up file",
-                first_dir.map_or_else(
-                    || "first".to_string(),
-                    |d| format!("before {}", d.display())
-                ),
+                "put {folder} (its bwrap is this binary already) {place} on the PATH Claude \
+                 Code starts with: export PATH=\"$HOME/{}:$PATH\" in your shell's start-up \
+                 file",
                 shim::protect::LINK_FOLDER
             )
         } else {
-            format!(
-                "{link}, and put {folder} {} on the PATH Claude Code starts with",
-                first_dir.map_or_else(
-                    || "first".to_string(),
-                    |d| format!("before {}", d.display())
-                )
-            )
+            format!("{link}, and put {folder} {place} on the PATH Claude Code starts with")
         }
     };
     let Some(at) = ours else {

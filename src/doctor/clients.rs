@@ -132,18 +132,39 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
         }
     };
     let writable = writable_folders(&settings, home.as_deref());
-    // The shim keeps this binary read-only in every sandbox it runs: an
-    // applyPath leading here is as safe as the shim's route when
-    // bwrapPath is this binary as `bwrap`.
-    let shim_guards = settings
-        .get("bwrapPath")
-        .and_then(Value::as_str)
-        .map(Path::new)
-        .is_some_and(|p| {
-            p.is_absolute()
-                && p.file_name() == Some(OsStr::new("bwrap"))
-                && shim::is_ours(p, binary)
-        });
+    const BWRAP: &str = "srt bwrapPath";
+    let bwrap = match settings.get("bwrapPath") {
+        None => Check::warn(
+            BWRAP,
+            format!(
+                "{}: bwrapPath is not set: srt runs bubblewrap itself, and sessions sharing a \
+                 folder delete each other's placeholders (their commands fail)",
+                file.display()
+            ),
+            set_it(&file),
+        ),
+        Some(value) => {
+            match binary_at(
+                binary,
+                &file,
+                "bwrapPath",
+                value,
+                &writable,
+                (Some("bwrap"), false),
+                "srt refuses to run a command without a bubblewrap there",
+            ) {
+                Ok(found) => Check::ok(
+                    BWRAP,
+                    format!("{found}: the shim, which keeps every session's placeholders"),
+                ),
+                Err(wrong) => wrong.check(BWRAP, set_it(&file)),
+            }
+        }
+    };
+    // The shim (bwrapPath ok: this binary as `bwrap`) keeps this binary
+    // read-only in every sandbox it runs: an applyPath leading here is as
+    // safe as the shim's route.
+    let shim_guards = bwrap.status == super::Status::Ok;
     let apply = match settings.get("seccomp").and_then(|s| s.get("applyPath")) {
         None => Check::warn(
             NAME,
@@ -165,36 +186,6 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
             Ok(found) => Check::ok(NAME, found),
             Err(wrong) => wrong.check(NAME, set_it(&file)),
         },
-    };
-    const BWRAP: &str = "srt bwrapPath";
-    let set_bwrap = set_it(&file);
-    let bwrap = match settings.get("bwrapPath") {
-        None => Check::warn(
-            BWRAP,
-            format!(
-                "{}: bwrapPath is not set: srt runs bubblewrap itself, and sessions sharing a \
-                 folder delete each other's placeholders (their commands fail)",
-                file.display()
-            ),
-            set_bwrap,
-        ),
-        Some(value) => {
-            match binary_at(
-                binary,
-                &file,
-                "bwrapPath",
-                value,
-                &writable,
-                (Some("bwrap"), false),
-                "srt refuses to run a command without a bubblewrap there",
-            ) {
-                Ok(found) => Check::ok(
-                    BWRAP,
-                    format!("{found}: the shim, which keeps every session's placeholders"),
-                ),
-                Err(wrong) => wrong.check(BWRAP, set_bwrap),
-            }
-        }
     };
     vec![apply, bwrap]
 }

@@ -567,3 +567,37 @@ pub fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// `command` as `user` (uid 65534 through `setpriv` for the unprivileged
+/// one) in a mount namespace of its own, after `script` (run as root by
+/// `sh -c`, ending in `exec "$@"`), in `dir` with `HOME` there and `env`
+/// alone: the emulations of tests/container.rs and tests/devices.rs.
+pub fn in_mount_ns(
+    script: &str,
+    user: User,
+    dir: &Path,
+    env: &[(&str, &str)],
+    command: &[&str],
+) -> Output {
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "--", "sh", "-c", script, "mount-ns"]);
+    if user == User::Unprivileged {
+        let id = NOBODY.to_string();
+        cmd.args([
+            "setpriv",
+            "--reuid",
+            &id,
+            "--regid",
+            &id,
+            "--clear-groups",
+            "--",
+        ]);
+    }
+    cmd.args(command)
+        .env_clear()
+        .env("HOME", dir)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    cmd.output().unwrap()
+}

@@ -13,26 +13,26 @@ use super::which;
 /// The version in Cargo.toml, as the packages' names carry it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// `git args` in the checkout: its output.
+fn git(args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// Whether the checkout has changes not committed (`./package` then needs
 /// `--allow-dirty`, and the binaries say "modified").
 pub fn modified() -> bool {
-    let out = Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("git status");
-    assert!(out.status.success(), "git status: {out:?}");
-    !out.stdout.is_empty()
+    !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty()
 }
 
 /// The commit checked out, as `--version` names it.
 pub fn commit() -> String {
-    let out = Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("git rev-parse");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    git(&["rev-parse", "--short=12", "HEAD"]).trim().to_string()
 }
 
 /// What this machine lacks to run `./package`, if anything.
