@@ -394,7 +394,7 @@ pub fn run(
         std::mem::forget(guard);
     }
     if let Way::CapabilityFree { .. } = plan.way {
-        end_leftovers();
+        end_leftovers(&set);
     }
     if let Some(t) = &terminal {
         t.take_back();

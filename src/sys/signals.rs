@@ -52,6 +52,36 @@ pub fn sigwait(set: &libc::sigset_t) -> Result<libc::c_int, Errno> {
     }
 }
 
+/// [`sigwait`] for at most `millis` milliseconds: `Ok(None)` when none
+/// of `set` (blocked) came meanwhile. The stub's end of a
+/// capability-free run waits this way for a leftover's end or the
+/// caller's signal.
+pub fn sigwait_for(set: &libc::sigset_t, millis: u32) -> Result<Option<libc::c_int>, Errno> {
+    let timeout = libc::timespec {
+        tv_sec: (millis / 1000).into(),
+        tv_nsec: ((millis % 1000) * 1_000_000) as libc::c_long,
+    };
+    // SAFETY: `set` as in `set_sigmask`; `timeout` is a whole timespec on
+    // this frame, read by the kernel only; no siginfo written back.
+    match raw_result(unsafe {
+        syscall6(
+            libc::SYS_rt_sigtimedwait,
+            [
+                set as *const _ as usize,
+                0,
+                (&raw const timeout) as usize,
+                8,
+                0,
+                0,
+            ],
+        )
+    }) {
+        Ok(sig) => Ok(Some(sig as libc::c_int)),
+        Err(Errno::EAGAIN | Errno::EINTR) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// How a child came back from `wait4`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ended {
