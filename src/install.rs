@@ -22,6 +22,43 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
+/// What `--version` prints: one literal, so that the doctor can tell a
+/// build of this helper from its bytes, never running it
+/// (doctor/clients.rs).
+pub const VERSION_LINE: &str = concat!(
+    "apply-seccomp ",
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BUILD_COMMIT"),
+    ")\n"
+);
+
+/// The version a binary's bytes carry (`0.1.0 (commit 0123456789ab)`),
+/// if it is a build of this helper since issue 54's.
+pub fn version_in(bytes: &[u8]) -> Option<String> {
+    const HEAD: &[u8] = b"apply-seccomp ";
+    let mut from = 0;
+    while let Some(at) = find(&bytes[from..], HEAD) {
+        let start = from + at + HEAD.len();
+        let rest = &bytes[start..bytes.len().min(start + 64)];
+        if let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&rest[..end]);
+            let (number, commit) = line.split_once(" (commit ").unwrap_or(("", ""));
+            let good_number =
+                !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+            if good_number && commit.ends_with(')') {
+                return Some(line.into_owned());
+            }
+        }
+        from = start;
+    }
+    None
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
 /// The Debian package's shim.
 pub const SYSTEM_SHIM: &str = "/usr/lib/apply-seccomp/bwrap";
 
@@ -67,10 +104,25 @@ impl Install {
     }
 }
 
+/// The most install detection reads of one file: dpkg's list of this
+/// package's files and a `package.json` are a few KiB, cargo's lists of
+/// installs grow with them.
+const READ_AT_MOST: u64 = 4 << 20;
+
+/// The text of a file install detection reads, or `None`: a regular file
+/// of at most [`READ_AT_MOST`] bytes (settings.rs). A project-local npm
+/// install's `package.json` lies where a sandboxed command may write: a
+/// FIFO there, or a link to `/dev/zero`, must not hang the doctor.
+fn read_small(path: &Path) -> Option<String> {
+    crate::settings::read_at_most(path, READ_AT_MOST)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
 /// Which install `binary` (canonical) is.
 pub fn detect(binary: &Path) -> Install {
     if binary == Path::new(DEBIAN_BINARY)
-        && std::fs::read_to_string(DEBIAN_LIST).is_ok_and(|l| l.lines().any(|f| f == DEBIAN_BINARY))
+        && read_small(Path::new(DEBIAN_LIST)).is_some_and(|l| l.lines().any(|f| f == DEBIAN_BINARY))
     {
         return Install::Debian;
     }
@@ -78,8 +130,7 @@ pub fn detect(binary: &Path) -> Install {
     if let Some(package) =
         up(3).filter(|_| up(2).and_then(Path::file_name) == Some("native".as_ref()))
     {
-        let named = std::fs::read_to_string(package.join("package.json"))
-            .ok()
+        let named = read_small(&package.join("package.json"))
             .and_then(|text| crate::json::parse(&text).ok())
             .is_some_and(|v| v["name"].as_str() == Some("apply-seccomp"));
         if named {
@@ -87,9 +138,8 @@ pub fn detect(binary: &Path) -> Install {
         }
     }
     if let Some(home) = up(2).filter(|_| up(1).and_then(Path::file_name) == Some("bin".as_ref())) {
-        let listed = |file: &str| {
-            std::fs::read_to_string(home.join(file)).is_ok_and(|t| t.contains("apply-seccomp "))
-        };
+        let listed =
+            |file: &str| read_small(&home.join(file)).is_some_and(|t| t.contains("apply-seccomp "));
         if listed(".crates2.json") || listed(".crates.toml") {
             return Install::Cargo;
         }
@@ -139,6 +189,20 @@ mod tests {
             hex == "unknown" || (hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_hexdigit())),
             "{commit}"
         );
+    }
+
+    #[test]
+    fn a_build_is_told_by_its_version_line() {
+        assert_eq!(VERSION_LINE, format!("apply-seccomp {VERSION}\n"));
+        let mut bytes = b"\x7fELF 20apply-seccomp: ".to_vec();
+        bytes.extend_from_slice(VERSION_LINE.as_bytes());
+        bytes.extend_from_slice(b"more");
+        assert_eq!(version_in(&bytes).as_deref(), Some(VERSION));
+        assert_eq!(version_in(b"apply-seccomp 1.0 (commit x"), None);
+        assert_eq!(version_in(b"srt's helper"), None);
+        // This binary's own bytes.
+        let me = std::fs::read("/proc/self/exe").unwrap();
+        assert!(find(&me, VERSION_LINE.as_bytes()).is_some());
     }
 
     #[test]

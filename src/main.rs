@@ -76,7 +76,7 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
     match action {
         Ok(Action::BwrapShim(args)) => shim::run::run(&argv0, &args, env.debug_enabled()),
         Ok(Action::Help) => print_out(&help()),
-        Ok(Action::Version) => print_out(&format!("apply-seccomp {}\n", install::VERSION)),
+        Ok(Action::Version) => print_out(install::VERSION_LINE),
         Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),
         Ok(Action::Doctor(cfg)) => {
             let report = doctor::run(&cfg);

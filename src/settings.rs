@@ -1,9 +1,12 @@
-//! The clients' settings files (srt's `~/.srt-settings.json`), read the
-//! way a tool that must not hang reads a file someone else names: only a
-//! regular file, opened without blocking, at most [`MAX_BYTES`]. A FIFO
-//! would block the reader until a writer came; `/dev/zero` would be read
-//! until memory ran out; a device may act on being opened. Used by the
-//! doctor.
+//! The clients' settings files (srt's `~/.srt-settings.json`), and every
+//! other file the host-side code reads where a sandboxed command could
+//! have put something (install detection's `package.json` and cargo's
+//! lists, a helper's binary, Node's version header), read the way a tool
+//! that must not hang reads a file someone else names: only a regular
+//! file, opened without blocking, at most a bound ([`MAX_BYTES`] for a
+//! settings file). A FIFO would block the reader until a writer came;
+//! `/dev/zero` would be read until memory ran out; a device may act on
+//! being opened. Used by the doctor, `--setup` and install detection.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -20,8 +23,8 @@ pub enum Unread {
     Missing,
     /// Not a regular file: what it is ("a FIFO", "a character device", ...).
     NotRegular(&'static str),
-    /// Larger than [`MAX_BYTES`]: its size.
-    TooLarge(u64),
+    /// Larger than the bound: its size, and the bound.
+    TooLarge(u64, u64),
     /// Any other error (permissions, a folder in the path that is a file).
     Io(io::Error),
 }
@@ -31,10 +34,9 @@ impl std::fmt::Display for Unread {
         match self {
             Unread::Missing => write!(f, "no such file"),
             Unread::NotRegular(what) => write!(f, "{what}, not a regular file: not read"),
-            Unread::TooLarge(size) => write!(
+            Unread::TooLarge(size, max) => write!(
                 f,
-                "{size} bytes, larger than a settings file can be ({} bytes): not read",
-                MAX_BYTES
+                "{size} bytes, larger than such a file can be ({max} bytes): not read"
             ),
             Unread::Io(e) => write!(f, "{}", crate::error::strerror(e)),
         }
@@ -68,10 +70,16 @@ fn unread(e: io::Error) -> Unread {
 }
 
 /// The text of the regular file at `path` (links followed), at most
-/// [`MAX_BYTES`]: checked before it is opened (so no device is opened),
+/// [`MAX_BYTES`]: a settings file.
+pub fn read(path: &Path) -> Result<Vec<u8>, Unread> {
+    read_at_most(path, MAX_BYTES)
+}
+
+/// The text of the regular file at `path` (links followed), at most
+/// `max` bytes: checked before it is opened (so no device is opened),
 /// opened with `O_NONBLOCK` and checked again (so a FIFO put there
 /// meanwhile cannot block), read to one byte past the bound.
-pub fn read(path: &Path) -> Result<Vec<u8>, Unread> {
+pub fn read_at_most(path: &Path, max: u64) -> Result<Vec<u8>, Unread> {
     let meta = std::fs::metadata(path).map_err(unread)?;
     if let Some(what) = not_regular(meta.file_type()) {
         return Err(Unread::NotRegular(what));
@@ -85,15 +93,15 @@ pub fn read(path: &Path) -> Result<Vec<u8>, Unread> {
     if let Some(what) = not_regular(meta.file_type()) {
         return Err(Unread::NotRegular(what));
     }
-    if meta.len() > MAX_BYTES {
-        return Err(Unread::TooLarge(meta.len()));
+    if meta.len() > max {
+        return Err(Unread::TooLarge(meta.len(), max));
     }
     let mut text = Vec::new();
-    file.take(MAX_BYTES + 1)
+    file.take(max + 1)
         .read_to_end(&mut text)
         .map_err(Unread::Io)?;
-    if text.len() as u64 > MAX_BYTES {
-        return Err(Unread::TooLarge(text.len() as u64));
+    if text.len() as u64 > max {
+        return Err(Unread::TooLarge(text.len() as u64, max));
     }
     Ok(text)
 }
@@ -117,7 +125,7 @@ mod tests {
         ));
         let big = dir.join("big.json");
         std::fs::write(&big, vec![b' '; MAX_BYTES as usize + 1]).unwrap();
-        assert!(matches!(read(&big), Err(Unread::TooLarge(n)) if n == MAX_BYTES + 1));
+        assert!(matches!(read(&big), Err(Unread::TooLarge(n, MAX_BYTES)) if n == MAX_BYTES + 1));
         let fifo = dir.join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         assert!(matches!(read(&fifo), Err(Unread::NotRegular("a FIFO"))));

@@ -246,17 +246,18 @@ fn a_setuid_bubblewrap_is_named() {
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     common::install(&which("bwrap").unwrap(), &dir.join("bwrap"), 0o4755);
     let home = home(User::Unprivileged, "setuid");
-    let id = NOBODY.to_string();
-    let out = Command::new("setpriv")
-        .args(["--reuid", &id, "--regid", &id, "--clear-groups", "--"])
-        .arg(&fixture().helper)
-        .args(["--doctor", "--json"])
-        .env_clear()
-        .env("HOME", &home)
-        .env("PATH", format!("{}:/usr/bin:/bin", dir.display()))
-        .current_dir(&home)
-        .output()
-        .unwrap();
+    // Where the doctor runs a bubblewrap (not in a folder a sandboxed
+    // command could write: doctor/trust.rs): bound over /usr/local/bin.
+    let out = common::in_mount_ns(
+        &format!(
+            "mount --bind {} /usr/local/bin && exec \"$@\"",
+            dir.display()
+        ),
+        User::Unprivileged,
+        &home,
+        &[("PATH", "/usr/local/bin:/usr/bin:/bin")],
+        &[&fixture().helper.to_string_lossy(), "--doctor", "--json"],
+    );
     let r = report(&out);
     assert!(
         check(&r, "bubblewrap")["found"]

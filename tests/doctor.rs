@@ -337,30 +337,54 @@ fn without_bubblewrap_on_path_it_cannot_run() {
     }
 }
 
+/// A bubblewrap that never answers: each step is cut off at its limit
+/// and nothing it started is left. The doctor runs only a bubblewrap no
+/// sandboxed command could have put there (trust.rs), so the fake lies in
+/// a root-owned folder bound over `/usr/local/bin` in a mount namespace of
+/// the test's (root only).
 #[test]
 fn a_step_that_never_answers_is_cut_off_and_leaves_nothing_running() {
+    if !common::is_root() {
+        common::skip("needs root: a hung bubblewrap bound over /usr/local/bin");
+        return;
+    }
     let dir = fixture().dir.join("hung-bwrap");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let pids = dir.join("pids");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let written = fixture().dir.join("hung-pids");
+    std::fs::create_dir_all(&written).unwrap();
+    std::fs::set_permissions(&written, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let pids = written.join("pids");
     // A `bwrap` that never answers, with a child of its own.
-    let fake = fixture().script(
-        "hung-bwrap/bwrap",
-        &format!(
+    let src = written.join("bwrap.src");
+    std::fs::write(
+        &src,
+        format!(
             "#!/bin/sh\nsleep 1000 &\necho $! >> {p}\necho $$ >> {p}\nwait\n",
             p = pids.display()
         ),
+    )
+    .unwrap();
+    common::install(&src, &dir.join("bwrap"), 0o755);
+    let bind = format!(
+        "mount --bind {} /usr/local/bin && exec \"$@\"",
+        dir.display()
     );
-    let path = format!("{}:/usr/bin:/bin", fake.parent().unwrap().display());
-    for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Host) {
+    let home = empty_home("hung");
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    for user in common::users() {
         let _ = std::fs::remove_file(&pids);
         let started = std::time::Instant::now();
-        let d = doctor(
-            place,
+        let d = read(common::in_mount_ns(
+            &bind,
             user,
-            &[("PATH", &path), ("APPLY_SECCOMP_DOCTOR_LIMIT", "1")],
-            &[],
-        );
+            &home,
+            &[
+                ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+                ("APPLY_SECCOMP_DOCTOR_LIMIT", "1"),
+            ],
+            &[&fixture().helper.to_string_lossy(), "--doctor", "--json"],
+        ));
         let took = started.elapsed();
         let ctx = format!("{user:?}: {}", d.report);
         d.expect(
@@ -415,7 +439,7 @@ fn a_settings_file_that_cannot_be_read_safely_is_refused_at_once() {
         ),
         (
             big,
-            "2097152 bytes, larger than a settings file can be (1048576 bytes): not read",
+            "2097152 bytes, larger than such a file can be (1048576 bytes): not read",
         ),
     ];
     for &(place, user) in common::matrix().iter().filter(|(p, _)| *p == Place::Host) {
@@ -429,27 +453,14 @@ fn a_settings_file_that_cannot_be_read_safely_is_refused_at_once() {
             for args in [&["--srt-settings", file.to_str().unwrap()][..], &[][..]] {
                 let mut words = vec!["--doctor", "--json"];
                 words.extend(args);
-                let mut child = common::command(
+                let child = common::command(
                     place,
                     user,
                     &[("HOME", home.to_str().unwrap())],
                     &fixture().helper,
                     &words,
-                )
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-                let start = std::time::Instant::now();
-                while child.try_wait().unwrap().is_none() {
-                    if start.elapsed() > std::time::Duration::from_secs(60) {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        panic!("{ctx} {args:?}: the doctor hung on the settings file");
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                let d = read(child.wait_with_output().unwrap());
+                );
+                let d = read(bounded(child, &format!("{ctx} {args:?}")));
                 d.expect("srt", "fail", want);
                 let named = if args.is_empty() { &default } else { file };
                 assert!(
@@ -459,6 +470,81 @@ fn a_settings_file_that_cannot_be_read_safely_is_refused_at_once() {
                 );
                 assert!(d.fix("srt").contains("regular file"), "{ctx}: {}", d.report);
             }
+        }
+    }
+}
+
+/// Runs `cmd` (the doctor, or `--setup`) for at most 60 s: one still
+/// running then hung on a file, and fails the test.
+fn bounded(mut cmd: Command, what: &str) -> std::process::Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: it hung on a file");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Install detection reads bounded regular files only (issue 54): a
+/// project-local npm install's `package.json`, and cargo's lists beside a
+/// `bin` folder, lie where sandboxed commands may write. A FIFO there (no
+/// writer ever comes) or a link to `/dev/zero` (endless) must not hang the
+/// doctor or `--setup`; the install is then "a copy". Before, the FIFO
+/// blocked both forever (the time bound kills them and fails).
+#[test]
+fn install_detection_never_hangs_on_a_planted_file() {
+    let arch = std::env::consts::ARCH;
+    for (layout, planted) in [
+        (
+            format!("node_modules/apply-seccomp/native/{arch}"),
+            "package.json",
+        ),
+        ("cargo/bin".to_string(), ".crates2.json"),
+    ] {
+        for kind in ["fifo", "zero"] {
+            let root = common::fresh_folder("planted-install");
+            let bin_dir = root.join(&layout);
+            std::fs::create_dir_all(&bin_dir).unwrap();
+            let binary = bin_dir.join("apply-seccomp");
+            common::install(&fixture().helper, &binary, 0o755);
+            let up = if planted == "package.json" { 2 } else { 1 };
+            let file = bin_dir.ancestors().nth(up).unwrap().join(planted);
+            match kind {
+                "fifo" => {
+                    nix::unistd::mkfifo(&file, nix::sys::stat::Mode::from_bits_truncate(0o666))
+                        .unwrap()
+                }
+                _ => std::os::unix::fs::symlink("/dev/zero", &file).unwrap(),
+            }
+            let what = format!("{layout} {planted} {kind}");
+            let home = empty_home(&format!("planted-install-{kind}"));
+            let mut doctor = Command::new(&binary);
+            doctor.args(["--doctor", "--json"]).env("HOME", &home);
+            let d = read(bounded(doctor, &what));
+            assert!(
+                d.found("install").starts_with("a copy of"),
+                "{what}: {}",
+                d.report
+            );
+            let mut setup = Command::new(&binary);
+            setup
+                .args(["--setup", "--srt", "--dry-run"])
+                .env("HOME", &home);
+            let out = bounded(setup, &what);
+            assert!(
+                out.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     }
 }
@@ -539,7 +625,7 @@ fn the_srt_settings_file_names_this_helper_out_of_reach() {
                 "other-build",
                 format!(r#"{{"seccomp": {{"applyPath": "{}"}}}}"#, other.display()),
                 "warning",
-                "is another helper: another build of this helper (features: userns-limit race-free",
+                "is another helper: a copy of this build (",
             ),
             (
                 "not-a-helper",

@@ -317,8 +317,34 @@ fn a_new_settings_file_says_its_policy_and_how_to_widen_it() {
     }
 }
 
+/// A Node.js install as Node's own builds and nvm lay it out: `bin/node`
+/// (a script that writes `ran` and prints `version`), and the version
+/// header beside it.
+fn fake_node(dir: &Path, version: &str, ran: &Path) {
+    let v: Vec<&str> = version.trim_start_matches('v').split('.').collect();
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::create_dir_all(dir.join("include/node")).unwrap();
+    std::fs::write(
+        dir.join("include/node/node_version.h"),
+        format!(
+            "#define NODE_MAJOR_VERSION {}\n#define NODE_MINOR_VERSION {}\n\
+             #define NODE_PATCH_VERSION {}\n",
+            v[0], v[1], v[2]
+        ),
+    )
+    .unwrap();
+    let src = dir.join("node.src");
+    std::fs::write(
+        &src,
+        format!("#!/bin/sh\ntouch {}\necho {version}\n", ran.display()),
+    )
+    .unwrap();
+    common::install(&src, &dir.join("bin/node"), 0o755);
+}
+
 /// The Node.js on PATH against what srt asks for (>= 22.12): an older one
-/// is a warning with its fix, a fitting one ok, none ok.
+/// is a warning with its fix, a fitting one ok, none ok; read from its
+/// install, never run.
 #[test]
 fn the_doctor_names_the_node_srt_asks_for() {
     for (version, status) in [
@@ -327,27 +353,25 @@ fn the_doctor_names_the_node_srt_asks_for() {
         ("v24.1.0", "ok"),
     ] {
         let dir = common::fresh_folder("fake-node");
-        fixture().script(
-            &format!("node-{version}"),
-            &format!("#!/bin/sh\necho {version}\n"),
-        );
-        std::os::unix::fs::symlink(
-            fixture().dir.join(format!("node-{version}")),
-            dir.join("node"),
-        )
-        .unwrap();
+        let ran = dir.join("ran");
+        fake_node(&dir, version, &ran);
         let out = Command::new(&fixture().helper)
             .args(["--doctor", "--json"])
-            .env("PATH", format!("{}:{PATH}", dir.display()))
+            .env("PATH", format!("{}:{PATH}", dir.join("bin").display()))
             .output()
             .unwrap();
         let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
         let node = check(&report, "node");
         assert_eq!(node["status"], status, "{version}: {node}");
-        assert!(node["found"].as_str().unwrap().contains(version), "{node}");
+        let found = node["found"].as_str().unwrap();
+        assert!(
+            found.contains(version) && found.contains("not run"),
+            "{node}"
+        );
         if status == "warning" {
             assert!(node["fix"].as_str().unwrap().contains("22.12"), "{node}");
         }
+        assert!(!ran.exists(), "{version}: the doctor ran node");
     }
 }
 
@@ -393,32 +417,53 @@ fn the_claude_code_fix_works_when_followed() {
     }
 }
 
-/// A `node` a sandboxed command could have planted (first on PATH, in a
-/// folder srt's settings let commands write): the doctor never runs it,
-/// and says why.
+/// Programs a sandboxed command could have planted, with srt's settings
+/// as `--setup` suggests them (`allowWrite: ["."]`) and the doctor started
+/// in another folder than the project (issue 54: it resolved "." against
+/// its own folder, found nothing writable, and ran the project's `node`):
+/// a `node` and a `bwrap` first on PATH in the project's `bin`, and
+/// srt's `applyPath` naming a file there too. The doctor runs none of
+/// them, and says so.
 #[test]
-fn the_doctor_never_runs_a_planted_node() {
+fn the_doctor_never_runs_a_planted_program() {
     for user in users() {
-        let home = home(user, "planted-node");
-        let planted = home.join("project");
-        std::fs::create_dir(&planted).unwrap();
-        let marker = home.join("node-ran");
-        let src = home.join("node.src");
-        std::fs::write(
-            &src,
-            format!("#!/bin/sh\ntouch {}\necho v24.0.0\n", marker.display()),
-        )
-        .unwrap();
-        common::install(&src, &planted.join("node"), 0o755);
+        let home = home(user, "planted");
+        // Where srt was started, and "." let commands write: not where
+        // the doctor runs.
+        let project = common::fresh_folder(&format!("planted-project-{user:?}"));
+        let bin = project.join("node_modules/.bin");
+        let marker = home.join("ran");
+        fake_node(&project.join("node"), "v24.0.0", &marker.join("node"));
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&marker).unwrap();
+        std::os::unix::fs::symlink(project.join("node/bin/node"), bin.join("node")).unwrap();
+        for name in ["bwrap", "helper"] {
+            let src = home.join(format!("{name}.src"));
+            std::fs::write(
+                &src,
+                format!(
+                    "#!/bin/sh\ntouch {}\necho race-free\n",
+                    marker.join(name).display()
+                ),
+            )
+            .unwrap();
+            common::install(&src, &bin.join(name), 0o755);
+        }
         std::fs::write(
             home.join(".srt-settings.json"),
-            srt_settings(&format!("\"{}\"", planted.display()), ""),
+            srt_settings(
+                "\".\"",
+                &format!(
+                    r#""seccomp": {{"applyPath": "{}"}}"#,
+                    bin.join("helper").display()
+                ),
+            ),
         )
         .unwrap();
         if let Some(u) = uid_of(user) {
             let status = Command::new("chown")
                 .args(["-R", &format!("{u}:{u}")])
-                .arg(&home)
+                .args([&home, &project])
                 .status()
                 .unwrap();
             assert!(status.success());
@@ -427,7 +472,7 @@ fn the_doctor_never_runs_a_planted_node() {
         cmd.args(["--doctor", "--json"])
             .env_clear()
             .env("HOME", &home)
-            .env("PATH", format!("{}:{PATH}", planted.display()))
+            .env("PATH", format!("{}:{PATH}", bin.display()))
             .current_dir(&home)
             .stdin(Stdio::null());
         if let Some(u) = uid_of(user) {
@@ -435,12 +480,26 @@ fn the_doctor_never_runs_a_planted_node() {
         }
         let out = cmd.output().unwrap();
         let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
-        let node = check(&report, "node");
-        assert_eq!(node["status"], "warning", "{user:?}: {node}");
+        let found = |name: &str| check(&report, name)["found"].as_str().unwrap().to_string();
         assert!(
-            node["found"].as_str().unwrap().contains("not run"),
-            "{node}"
+            found("node").contains("not run"),
+            "{user:?}: {}",
+            found("node")
         );
-        assert!(!marker.exists(), "{user:?}: the planted node ran");
+        assert!(
+            found("bubblewrap").contains("not run"),
+            "{user:?}: {}",
+            found("bubblewrap")
+        );
+        assert!(
+            found("srt").contains("not run"),
+            "{user:?}: {}",
+            found("srt")
+        );
+        let ran: Vec<_> = std::fs::read_dir(&marker)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(ran.is_empty(), "{user:?}: the doctor ran {ran:?}");
     }
 }

@@ -378,8 +378,10 @@ pub(super) fn binary_at(
     })
 }
 
-/// Names the helper at `p`: another build of this one answers the feature
-/// probe (`SRT_HELPER_FEATURES=1`, no arguments, so it runs nothing).
+/// Names the helper at `p` from its bytes, never by running it (a file a
+/// setting names may have been put there by a sandboxed command:
+/// trust.rs): a build of this helper carries its `--version` line
+/// (install.rs).
 fn which_helper(p: &Path) -> String {
     let text = p.to_string_lossy();
     if text.contains("sandbox-runtime") {
@@ -390,13 +392,19 @@ fn which_helper(p: &Path) -> String {
                 command under Ubuntu's AppArmor bwrap profile)"
             .into();
     }
-    let mut cmd = std::process::Command::new(p);
-    cmd.env("SRT_HELPER_FEATURES", "1");
-    match super::run_bounded(cmd, std::time::Duration::from_secs(5)) {
-        Ok(r) if r.stdout.lines().any(|l| l == "race-free") => format!(
-            "another build of this helper (features: {})",
-            r.stdout.split_whitespace().collect::<Vec<_>>().join(" ")
-        ),
-        _ => "not this helper (it does not answer this helper's feature probe)".into(),
+    match settings::read_at_most(p, HELPER_MAX) {
+        Ok(bytes) => match crate::install::version_in(&bytes) {
+            Some(v) if v == crate::install::VERSION => {
+                format!("a copy of this build ({v}), not this file (read, not run)")
+            }
+            Some(v) => format!("another build of this helper, {v} (read, not run)"),
+            None => "not this helper (it carries no version line of this helper's; read, not \
+                     run)"
+                .into(),
+        },
+        Err(e) => format!("not read ({e}), not run"),
     }
 }
+
+/// The largest helper binary read (this one is under 1 MiB).
+const HELPER_MAX: u64 = 64 << 20;

@@ -24,9 +24,15 @@ pub fn srt_options(weaker: bool) -> Vec<&'static str> {
 
 /// `bwrap` with srt's options (`weaker`: its weaker line's; a root
 /// caller's `--cap-add CAP_SETFCAP`), this helper, and this binary's
-/// probe as the command.
-pub fn probe_line(bwrap: &Path, binary: &Path, root: bool, weaker: bool) -> std::process::Command {
-    let mut cmd = std::process::Command::new(bwrap);
+/// probe as the command. Err: the doctor does not run that `bwrap`
+/// (trust.rs).
+pub fn probe_line(
+    bwrap: &Path,
+    binary: &Path,
+    root: bool,
+    weaker: bool,
+) -> Result<std::process::Command, String> {
+    let mut cmd = super::trust::command(bwrap)?;
     cmd.args(srt_options(weaker));
     if root {
         cmd.args(["--cap-add", "CAP_SETFCAP"]);
@@ -37,14 +43,14 @@ pub fn probe_line(bwrap: &Path, binary: &Path, root: bool, weaker: bool) -> std:
         .arg(binary)
         .arg("--doctor-probe");
     cmd.env_remove("SRT_ALLOW_NESTED_USERNS");
-    cmd
+    Ok(cmd)
 }
 
 /// srt's weaker line (`enableWeakerNestedSandbox`: `--bind /proc /proc`
 /// for `--proc /proc`) with this helper and its probe: what the probe saw,
 /// or how it failed.
 pub fn weaker_run(bwrap: &Path, binary: &Path, root: bool) -> Result<String, String> {
-    let cmd = probe_line(bwrap, binary, root, true);
+    let cmd = probe_line(bwrap, binary, root, true)?;
     match super::run_bounded(cmd, super::sandbox::RUN_LIMIT) {
         Ok(ran) if ran.status.is_some_and(|s| s.success()) => {
             super::sandbox::judge_probe(&ran.stdout, super::sandbox::inherited_filters())

@@ -36,6 +36,7 @@ mod node;
 mod sandbox;
 mod sockets;
 mod srt_options;
+mod trust;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -282,12 +283,8 @@ pub fn run(cfg: &Config) -> Report {
     let way = bwrap_way.unwrap_or(way);
     checks.push(sockets::check(&binary));
     checks.extend(clients::srt(&binary, cfg.srt_settings.as_deref()));
-    // Never run a node a sandboxed command could have put there.
-    let writable = writable_folders(
-        srt_settings.as_ref().unwrap_or(&json::Value::Null),
-        home().as_deref(),
-    );
-    checks.push(node::check(&writable));
+    // Node is never run: its version is read (node.rs).
+    checks.push(node::check());
     checks.push(claude::path_entries());
     checks.push(claude::claude_code(&binary));
     checks.push(claude::leftovers());

@@ -8,7 +8,6 @@
 use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use super::machine::status_field;
@@ -30,7 +29,7 @@ fn field<'a>(lines: &'a str, key: &str) -> Option<&'a str> {
 /// The user-namespaces check: the helper's entry in a child.
 pub fn entry(binary: &Path) -> (Check, WayTaken) {
     const NAME: &str = "user namespaces";
-    let mut cmd = Command::new(binary);
+    let mut cmd = super::trust::this_binary(binary);
     cmd.arg("--doctor-entry");
     let ran = match run_bounded(cmd, ENTRY_LIMIT) {
         Ok(ran) => ran,
@@ -139,7 +138,7 @@ pub fn host_run(binary: &Path, way: WayTaken) -> Check {
             "see the user-namespaces check",
         );
     }
-    let mut cmd = Command::new(binary);
+    let mut cmd = super::trust::this_binary(binary);
     cmd.arg("--").arg(binary).arg("--doctor-probe");
     cmd.env_remove("SRT_ALLOW_NESTED_USERNS");
     match run_bounded(cmd, RUN_LIMIT) {
@@ -240,7 +239,25 @@ pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<
     } else {
         format!("behind the shim {} on PATH", found.first.display())
     };
-    let mut ask = Command::new(&real);
+    // Never one a sandboxed command could have put there (trust.rs): the
+    // clients would run it too, so it is said as a failure of the setup.
+    let trusted = super::trust::command(&real)
+        .and_then(|ask| super::trust::command(&found.first).map(|_| ask));
+    let mut ask = match trusted {
+        Ok(ask) => ask,
+        Err(why) => {
+            return (
+                Check::fail(
+                    NAME,
+                    format!("{why}; srt and Claude Code run the first bwrap on PATH"),
+                    "install bubblewrap from the distribution (apt-get install bubblewrap) and \
+                     take the folder of this one off PATH",
+                ),
+                None,
+                None,
+            );
+        }
+    };
     ask.arg("--version");
     let version = match run_bounded(ask, VERSION_LIMIT) {
         Ok(r) if r.status.is_some_and(|s| s.success()) => Ok(r.stdout.trim().to_string()),
@@ -271,7 +288,16 @@ pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<
     let root = nix::unistd::geteuid().is_root();
     // srt's line, or its weaker one where its settings ask for it.
     let options = super::container::srt_options(weaker);
-    let cmd = super::container::probe_line(&found.first, binary, root, weaker);
+    let cmd = match super::container::probe_line(&found.first, binary, root, weaker) {
+        Ok(cmd) => cmd,
+        Err(why) => {
+            return (
+                found_check,
+                Some(Check::fail(RUN, why, "see the bubblewrap check")),
+                None,
+            );
+        }
+    };
     let line = format!(
         "bwrap {}{} -- apply-seccomp PROBE (the helper under srt's {}bubblewrap line, its \
          command this binary's --doctor-probe)",

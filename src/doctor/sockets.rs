@@ -6,7 +6,6 @@
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use super::Check;
@@ -102,7 +101,7 @@ fn reach(binary: &Path, paths: &[String]) -> Result<Vec<(String, String)>, Strin
     // The first bwrap on PATH, as clients find it (never from a relative
     // PATH entry: shim::search_dirs).
     let found = super::sandbox::find_bwrap(binary).ok_or("no bwrap on PATH")?;
-    let mut cmd = Command::new(&found.first);
+    let mut cmd = super::trust::command(&found.first)?;
     cmd.args(BWRAP_OPTIONS);
     if nix::unistd::geteuid().is_root() {
         cmd.args(["--cap-add", "CAP_SETFCAP"]);
