@@ -101,11 +101,11 @@ mod init;
 mod listener;
 mod serve;
 
-use end::{end_child, refused_before_start};
+use end::{end_child, end_leftovers, refused_before_start};
 use holder::start_holder;
 use init::{InitArgs, inner_init};
 use listener::{Listening, listening};
-use serve::{Job, end_leftovers, read_reports, supervise};
+use serve::{Job, read_reports, supervise};
 
 /// Signals relayed from the stub to init and from init to the worker.
 pub const FORWARDED: [Signal; 6] = [
