@@ -19,7 +19,7 @@ const HOLDER_STACK: usize = 32 * 1024;
 /// stub's exit instead of in its end: bubblewrap's init reports the
 /// stub's status to bubblewrap's caller at once, and reaps the holder
 /// later. It is the stub's sibling (`CLONE_PARENT`: the stub never waits
-/// for it, and the end of the run, serve.rs `end_leftovers`, does not see
+/// for it, and the end of the run, end.rs `end_leftovers`, does not see
 /// it), in the stub's memory (no page tables copied; the memory stays
 /// non-dumpable), and keeps nothing but the instance and a pidfd of the
 /// stub, which polls readable once the stub has exited: then it exits. It
