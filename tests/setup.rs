@@ -605,3 +605,129 @@ fn gpu_goes_to_claude_codes_env_and_is_undone() {
         assert!(!claude.exists(), "{}", text(&out));
     }
 }
+
+/// Runs `helper args` as `user` under strace with every `fsync` held
+/// 800 ms (setup's write of a settings file: the temporary copy is made,
+/// then synced, then renamed over), and while the first is held writes
+/// `other` into `file` as another program would (Claude Code writes its
+/// settings when a user accepts or denies a rule). Returns setup's
+/// output.
+fn with_a_writer_meanwhile(
+    user: User,
+    home: &Path,
+    args: &[&str],
+    file: &Path,
+    other: &str,
+) -> Output {
+    let strace = which("strace").unwrap();
+    let mut cmd = Command::new(strace);
+    cmd.args([
+        "-f",
+        "-o",
+        "/dev/null",
+        "-e",
+        "trace=fsync",
+        "-e",
+        "inject=fsync:delay_exit=800000",
+    ])
+    .arg(&fixture().helper)
+    .args(args)
+    .env_clear()
+    .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+    .env("HOME", home)
+    .env(
+        "APPLY_SECCOMP_CLAUDE_MANAGED_SETTINGS",
+        home.join("managed-settings.json"),
+    )
+    .current_dir(home)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    if let Some(u) = uid_of(user) {
+        cmd.uid(u).gid(u);
+    }
+    let child = cmd.spawn().unwrap();
+    // The temporary copy of `file` appears: setup's write is under way.
+    let dir = file.parent().unwrap();
+    let prefix = format!(
+        ".{}.apply-seccomp-setup.",
+        file.file_name().unwrap().to_string_lossy()
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let seen = std::fs::read_dir(dir).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&prefix)
+        });
+        if seen {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "setup never wrote {}",
+            file.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::fs::write(file, other).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Settings edits never drop a concurrent writer's change (issue 54): a
+/// deny rule written into Claude Code's settings while `--setup --gpu`
+/// edits them, and while `--undo` takes the edit back, is there after
+/// both, beside (then without) setup's value. Before, setup's rename put
+/// its copy of the old text back: the rule was gone, and it said
+/// "changed".
+#[test]
+fn a_change_made_during_an_edit_is_kept() {
+    if which("strace").is_none() {
+        common::skip("strace is not installed: the concurrent writer cannot be timed");
+        return;
+    }
+    for user in users() {
+        let (home, _) = fresh_home(user, "meanwhile");
+        let claude = home.join(".claude/settings.json");
+        std::fs::create_dir(home.join(".claude")).unwrap();
+        std::fs::write(&claude, "{\"permissions\": {\"deny\": []}}\n").unwrap();
+        if let Some(u) = uid_of(user) {
+            let status = Command::new("chown")
+                .args(["-R", &format!("{u}:{u}")])
+                .arg(home.join(".claude"))
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let rule = "{\"permissions\": {\"deny\": [\"Bash(curl:*)\"]}}\n";
+        let out = with_a_writer_meanwhile(user, &home, &["--setup", "--gpu"], &claude, rule);
+        let ctx = format!("{user:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(0), "{ctx}");
+        let settings: serde_json::Value = serde_json::from_str(&read(&claude)).unwrap();
+        assert_eq!(
+            settings["permissions"]["deny"][0], "Bash(curl:*)",
+            "{ctx}\n{settings}"
+        );
+        assert_eq!(
+            settings["env"]["APPLY_SECCOMP_DEVICES"], "gpu",
+            "{ctx}\n{settings}"
+        );
+        // The undo, with a second rule written meanwhile.
+        let mut two = settings.clone();
+        two["permissions"]["deny"] = serde_json::json!(["Bash(curl:*)", "Bash(wget:*)"]);
+        let out = with_a_writer_meanwhile(user, &home, &["--undo"], &claude, &two.to_string());
+        let ctx = format!("{user:?}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(0), "{ctx}");
+        let after: serde_json::Value = serde_json::from_str(&read(&claude)).unwrap();
+        assert_eq!(
+            after["permissions"]["deny"],
+            serde_json::json!(["Bash(curl:*)", "Bash(wget:*)"]),
+            "{ctx}\n{after}"
+        );
+        assert!(
+            after["env"].get("APPLY_SECCOMP_DEVICES").is_none(),
+            "{ctx}\n{after}"
+        );
+    }
+}

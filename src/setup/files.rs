@@ -1,6 +1,13 @@
 //! Setup's writes: whole files replaced atomically (a temporary file in the
 //! same folder, then `rename`), keeping the file's owner and mode, never
 //! through a symbolic link someone else made; and the `bwrap` link.
+//!
+//! A settings file has other writers (Claude Code writes its own when a
+//! user accepts or denies a rule), and an edit is a read, a change and a
+//! write: one made in between would be lost. So an edit says what it read
+//! ([`Expect`]), and the file is read again right before the rename; if it
+//! changed, nothing is written and the caller starts over from the new
+//! text (issue 54: a deny rule added during `--setup --gpu` was gone).
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -30,9 +37,53 @@ pub fn target(path: &Path) -> Result<PathBuf, String> {
     }
 }
 
+/// What a write expects at its path right before it lands.
+#[derive(Clone, Copy, Debug)]
+pub enum Expect<'a> {
+    /// Whatever is there (setup's own record).
+    Anything,
+    /// No file.
+    Nothing,
+    /// These bytes, as read before the edit.
+    Text(&'a [u8]),
+}
+
+impl Expect<'_> {
+    /// Whether the file at `path` is as expected now.
+    fn holds(self, path: &Path) -> Result<bool, String> {
+        let now = crate::settings::read(path);
+        Ok(match (self, now) {
+            (Expect::Anything, _) => true,
+            (Expect::Nothing, Err(crate::settings::Unread::Missing)) => true,
+            (Expect::Text(was), Ok(now)) => now == was,
+            (_, Err(crate::settings::Unread::Missing) | Ok(_)) => false,
+            (_, Err(e)) => return Err(format!("{}: {e}", path.display())),
+        })
+    }
+}
+
+/// How many times an edit starts over when another writer changed the
+/// file meanwhile, before it gives up.
+pub const ATTEMPTS: usize = 5;
+
+/// Said when an edit gave up: another writer kept changing the file.
+pub fn changed_meanwhile(path: &Path) -> String {
+    format!(
+        "{} changed while setup edited it, {ATTEMPTS} times in a row (another program writes \
+         it): left as that program wrote it; run setup again",
+        path.display()
+    )
+}
+
 /// Replaces (or makes) the file `path` with `bytes`, atomically, keeping
 /// its owner, group and mode (a new file: the user's, mode 0644).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write_atomic_if(path, Expect::Anything, bytes).map(drop)
+}
+
+/// [`write_atomic`], if the file is still as `expect` says right before
+/// the rename: `Ok(false)` (nothing written) if it is not.
+pub fn write_atomic_if(path: &Path, expect: Expect<'_>, bytes: &[u8]) -> Result<bool, String> {
     let path = target(path)?;
     let say = |e: std::io::Error| format!("{}: {}", path.display(), strerror(&e));
     let dir = path
@@ -62,19 +113,41 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
             }
         }
         file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, &path)
+        file.sync_all()
     })();
     if let Err(e) = done {
         let _ = std::fs::remove_file(&tmp);
         return Err(say(e));
     }
-    Ok(())
+    // Last, as close to the rename as it can be: still what was read?
+    match expect.holds(&path) {
+        Ok(true) => {}
+        other => {
+            let _ = std::fs::remove_file(&tmp);
+            return other.map(|_| false);
+        }
+    }
+    if let Err(e) = std::fs::rename(&tmp, &path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(say(e));
+    }
+    Ok(true)
 }
 
-/// Removes the file `path` (one setup made).
+/// Removes the file `path` (setup's record, a link setup made).
 pub fn remove(path: &Path) -> Result<(), String> {
     std::fs::remove_file(path).map_err(|e| format!("{}: {}", path.display(), strerror(&e)))
+}
+
+/// Removes the file `path` (one setup made) if it is still `text`:
+/// `Ok(false)` (left) if it is not.
+pub fn remove_if(path: &Path, text: &[u8]) -> Result<bool, String> {
+    if !Expect::Text(text).holds(path)? {
+        return Ok(false);
+    }
+    std::fs::remove_file(path)
+        .map(|()| true)
+        .map_err(|e| format!("{}: {}", path.display(), strerror(&e)))
 }
 
 /// What is at `link` now, as a link.

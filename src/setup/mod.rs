@@ -157,7 +157,9 @@ fn read_json(path: &Path, missing: &str) -> Result<(String, bool), String> {
     Ok((text, true))
 }
 
-/// Sets each `(path, value)` in the JSON file `file`, in one write.
+/// Sets each `(path, value)` in the JSON file `file`, in one write; read
+/// again and edited anew when another writer changed it meanwhile
+/// (files.rs).
 fn edit_json(
     out: &mut Out,
     file: &Path,
@@ -165,48 +167,64 @@ fn edit_json(
     sets: &[(&[&str], String)],
 ) -> Result<(), String> {
     let file = files::target(file)?;
-    let (before, existed) = read_json(&file, missing)?;
-    let mut text = before.clone();
-    let mut changes = Vec::new();
-    for (path, value) in sets {
-        let key = path.join(".");
-        match edit::set(&text, path, value).map_err(|e| format!("{}: {e}", file.display()))? {
-            None => out
-                .lines
-                .push(format!("unchanged {}: {key} is {value}", file.display())),
-            Some((new, change)) => {
-                out.say(
-                    &format!("changed {}: {key} = {value}", file.display()),
-                    &format!("would change {}: {key} = {value}", file.display()),
-                );
-                text = new;
-                changes.push(change);
+    for _ in 0..files::ATTEMPTS {
+        let (before, existed) = read_json(&file, missing)?;
+        let mut text = before.clone();
+        let mut changes = Vec::new();
+        let mut said = Vec::new();
+        for (path, value) in sets {
+            let key = path.join(".");
+            match edit::set(&text, path, value).map_err(|e| format!("{}: {e}", file.display()))? {
+                None => said.push((
+                    false,
+                    format!("unchanged {}: {key} is {value}", file.display()),
+                )),
+                Some((new, change)) => {
+                    said.push((true, format!("{}: {key} = {value}", file.display())));
+                    text = new;
+                    changes.push(change);
+                }
             }
         }
-    }
-    if changes.is_empty() {
+        let expect = match existed {
+            true => files::Expect::Text(before.as_bytes()),
+            false => files::Expect::Nothing,
+        };
+        if !changes.is_empty()
+            && !out.dry_run
+            && !files::write_atomic_if(&file, expect, text.as_bytes())?
+        {
+            // Another writer's change: start over from it.
+            continue;
+        }
+        for (changed, line) in said {
+            match changed {
+                true => out.say(&format!("changed {line}"), &format!("would change {line}")),
+                false => out.lines.push(line),
+            }
+        }
+        if changes.is_empty() {
+            return Ok(());
+        }
+        // A new srt settings file has srt's own policy: said, with the one
+        // change that widens it (setup never widens a policy by itself).
+        if !existed && missing == SRT_DEFAULTS {
+            out.lines.push(format!(
+                "{} has srt's own defaults: commands may write nowhere but srt's temporary \
+                 folders (filesystem.allowWrite []) and reach no network host (allowedDomains []); \
+                 to let them write the folder srt starts in, make it \"allowWrite\": [\".\"]",
+                file.display()
+            ));
+        }
+        out.record.files.push(undo::FileChange {
+            path: file,
+            before: existed.then_some(before),
+            after: text,
+            changes,
+        });
         return Ok(());
     }
-    if !out.dry_run {
-        files::write_atomic(&file, text.as_bytes())?;
-    }
-    // A new srt settings file has srt's own policy: said, with the one
-    // change that widens it (setup never widens a policy by itself).
-    if !existed && missing == SRT_DEFAULTS {
-        out.lines.push(format!(
-            "{} has srt's own defaults: commands may write nowhere but srt's temporary \
-             folders (filesystem.allowWrite []) and reach no network host (allowedDomains []); \
-             to let them write the folder srt starts in, make it \"allowWrite\": [\".\"]",
-            file.display()
-        ));
-    }
-    out.record.files.push(undo::FileChange {
-        path: file,
-        before: existed.then_some(before),
-        after: text,
-        changes,
-    });
-    Ok(())
+    Err(files::changed_meanwhile(&file))
 }
 
 /// Makes the `bwrap` link in `dir`, unless it is there already.

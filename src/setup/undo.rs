@@ -199,21 +199,40 @@ fn undo_file(f: &FileChange, dry_run: bool) -> Result<(String, bool), String> {
 }
 
 /// [`undo_file`]'s work: its line, and the file's text after (None: gone
-/// or given back whole).
+/// or given back whole). Read again and undone anew when another writer
+/// changed the file meanwhile (files.rs).
 fn undo_file_text(f: &FileChange, dry_run: bool) -> Result<(String, Option<String>), String> {
+    for _ in 0..files::ATTEMPTS {
+        if let Some(done) = undo_file_once(f, dry_run)? {
+            return Ok(done);
+        }
+    }
+    Err(files::changed_meanwhile(&f.path))
+}
+
+/// One try of [`undo_file_text`]: `None` when the file changed between
+/// its read and its write.
+fn undo_file_once(
+    f: &FileChange,
+    dry_run: bool,
+) -> Result<Option<(String, Option<String>)>, String> {
     let would = if dry_run { "would " } else { "" };
     let current = match crate::settings::read(&f.path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(crate::settings::Unread::Missing) => {
-            return Ok((format!("left {}: it is gone", f.path.display()), None));
+            return Ok(Some((
+                format!("left {}: it is gone", f.path.display()),
+                None,
+            )));
         }
         Err(e) => return Err(format!("{}: {e}", f.path.display())),
     };
     if same(&current, &f.after) {
         let (line, text) = match &f.before {
             Some(before) => {
-                if !dry_run {
-                    files::write_atomic(&f.path, before.as_bytes())?;
+                let expect = files::Expect::Text(current.as_bytes());
+                if !dry_run && !files::write_atomic_if(&f.path, expect, before.as_bytes())? {
+                    return Ok(None);
                 }
                 (
                     format!("{would}restore {} as it was", f.path.display()),
@@ -221,8 +240,8 @@ fn undo_file_text(f: &FileChange, dry_run: bool) -> Result<(String, Option<Strin
                 )
             }
             None => {
-                if !dry_run {
-                    files::remove(&f.path)?;
+                if !dry_run && !files::remove_if(&f.path, current.as_bytes())? {
+                    return Ok(None);
                 }
                 (
                     format!("{would}remove {} (setup made it)", f.path.display()),
@@ -231,7 +250,7 @@ fn undo_file_text(f: &FileChange, dry_run: bool) -> Result<(String, Option<Strin
             }
         };
         // In a dry run the file is as it is now.
-        return Ok((line, text.or(dry_run.then_some(current))));
+        return Ok(Some((line, text.or(dry_run.then_some(current)))));
     }
     let mut text = current.clone();
     let mut said = Vec::new();
@@ -251,15 +270,22 @@ fn undo_file_text(f: &FileChange, dry_run: bool) -> Result<(String, Option<Strin
             said.push(format!("{key} reverted"));
         }
     }
-    if text != current && !dry_run {
-        files::write_atomic(&f.path, text.as_bytes())?;
+    if text != current
+        && !dry_run
+        && !files::write_atomic_if(
+            &f.path,
+            files::Expect::Text(current.as_bytes()),
+            text.as_bytes(),
+        )?
+    {
+        return Ok(None);
     }
     let line = format!(
         "{would}edit {} (changed since setup: the rest kept): {}",
         f.path.display(),
         said.join(", ")
     );
-    Ok((line, Some(if dry_run { current } else { text })))
+    Ok(Some((line, Some(if dry_run { current } else { text }))))
 }
 
 /// `--setup --undo`: the lines of what it did.
