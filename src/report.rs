@@ -26,7 +26,7 @@ use crate::sys;
 
 mod describe;
 
-pub use describe::{connect_call, printable, who_at};
+pub use describe::{connect_call, printable, quoted, who_at};
 use describe::{describe, syscall_of};
 
 /// Calls kept apart by what and who; the rest only counted.
@@ -71,8 +71,9 @@ pub struct Refusals {
     /// Every refused call by its name (`socket`, `unshare`, ...): a few
     /// dozen names at most.
     by_name: Vec<(String, u64)>,
-    /// The last pid asked about, and the answer.
-    last: Option<(i32, Who)>,
+    /// The last pid asked about, and its pid as the command sees it (its
+    /// name is read for each call: it changes).
+    last: Option<(i32, Option<i32>)>,
 }
 
 impl Refusals {
@@ -189,16 +190,18 @@ impl Refusals {
         }
     }
 
-    /// Who the process `pid` (in the stub's view) is.
+    /// Who the process `pid` (in the stub's view) is now: its name read
+    /// afresh (a `PR_SET_NAME` or an `execve` since its last refused call
+    /// changed it), its pid in the command's view kept from the last call
+    /// of the same process.
     pub fn who(&mut self, pid: i32) -> Who {
-        if let Some((p, who)) = &self.last {
-            if *p == pid {
-                return who.clone();
-            }
-        }
-        let who = who_at(self.proc_dir, pid);
-        self.last = Some((pid, who.clone()));
-        who
+        let comm = describe::comm_at(self.proc_dir, pid);
+        let inner = match self.last {
+            Some((p, inner)) if p == pid => inner,
+            _ => describe::inner_pid_at(self.proc_dir, pid),
+        };
+        self.last = Some((pid, inner));
+        Who { comm, pid: inner }
     }
 
     /// The line: `None` with nothing refused. `every`: all the kinds kept
@@ -219,7 +222,11 @@ impl Refusals {
                     String::new()
                 };
                 let pid = g.pid.map_or("?".to_string(), |p| p.to_string());
-                format!("{}{times} by {} (pid {pid})", g.call, g.comm)
+                format!(
+                    "{}{times} by {} (pid {pid})",
+                    g.call,
+                    quoted(&g.comm, COMM_MAX)
+                )
             })
             .collect();
         let listed: u64 = self.groups.iter().take(shown).map(|g| g.count).sum();
@@ -316,7 +323,7 @@ mod tests {
         );
         let line = r.line(false).unwrap();
         assert!(line.starts_with(
-            "apply-seccomp: the sandbox refused 81 calls: socket(AF_UNIX, SOCK_DGRAM) x2 by p \
+            "apply-seccomp: the sandbox refused 81 calls: socket(AF_UNIX, SOCK_DGRAM) x2 by \"p\" \
              (pid 1), "
         ));
         // 12 kinds shown (24 calls), 32 kept; mount was past them.
@@ -336,5 +343,6 @@ mod tests {
         assert_eq!(printable("py\n\x1b[2Jthon", 15), "py??[2Jthon");
         assert_eq!(printable("abcdefghijklmnopq", 4), "abcd...");
         assert_eq!(printable("é", 4), "?");
+        assert_eq!(quoted("x\" (pid 1), s\\", 15), "\"x\\\" (pid 1), s\\\\\"");
     }
 }

@@ -389,7 +389,7 @@ pub fn notified(
             if let Some(r) = refusals.filter(|_| !looked.read_only.is_empty()) {
                 let who = r.who(notif.pid as i32);
                 for (name, path) in std::mem::take(&mut looked.read_only) {
-                    let path = crate::report::printable(&String::from_utf8_lossy(&path), 108);
+                    let path = crate::report::quoted(&String::from_utf8_lossy(&path), 108);
                     r.note(format!("{name}({path}: read-only)"), who.clone());
                 }
             }

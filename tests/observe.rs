@@ -467,7 +467,7 @@ fn an_observed_write_to_a_read_only_place_is_a_refusal() {
             .map(str::to_string);
         assert!(
             line.as_deref().is_some_and(|l| l.starts_with(&format!(
-                "apply-seccomp: the sandbox refused 1 call: openat({target}: read-only) by sh (pid "
+                "apply-seccomp: the sandbox refused 1 call: openat(\"{target}\": read-only) by \"sh\" (pid "
             ))),
             "{what}: {}",
             stderr(&observed)

@@ -89,7 +89,7 @@ fn a_failing_command_gets_one_line_naming_each_refused_call() {
             );
             for (_, named) in CALLS {
                 assert!(
-                    line.contains(&format!("{named} by probe (pid ")),
+                    line.contains(&format!("{named} by \"probe\" (pid ")),
                     "{what}: {named} not in {line}"
                 );
             }
@@ -128,8 +128,8 @@ fn a_command_that_succeeds_gets_no_line_unless_srt_debug_is_set() {
         let lines = refusal_lines(&said);
         assert_eq!(lines.len(), 1, "{what}: {}", stderr(&said));
         assert!(
-            lines[0].contains("refused 2 calls: socket(AF_UNIX, SOCK_DGRAM) by probe")
-                && lines[0].contains("io_uring_setup by probe"),
+            lines[0].contains("refused 2 calls: socket(AF_UNIX, SOCK_DGRAM) by \"probe\"")
+                && lines[0].contains("io_uring_setup by \"probe\""),
             "{what}: {}",
             lines[0]
         );
@@ -225,10 +225,60 @@ fn a_program_name_cannot_break_the_line() {
         let lines = refusal_lines(&o);
         assert_eq!(lines.len(), 1, "{what}: {err:?}");
         assert!(
-            lines[0].contains("socket(AF_UNIX, SOCK_DGRAM) by pr?ob?[31m (pid "),
+            lines[0].contains("socket(AF_UNIX, SOCK_DGRAM) by \"pr?ob?[31m\" (pid "),
             "{what}: {}",
             lines[0]
         );
+    }
+}
+
+/// The name in the line is the one the process had at each call (issue
+/// 54: it was kept from its first refused call), and a name or a path is
+/// in quotes, so none can spell the line's own words: a probe refused,
+/// renames itself to `x" (pid 1), s` and is refused again, then execs
+/// itself under the name `innocent` (a link) and is refused once more.
+#[test]
+fn each_refused_call_is_named_by_the_program_making_it() {
+    if probe().is_none() {
+        return;
+    }
+    let dir = common::fresh_folder("refusals-renamed");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let innocent = dir.join("innocent");
+    std::os::unix::fs::symlink(probe().unwrap(), &innocent).unwrap();
+    for (place, user) in matrix() {
+        for way in WAYS {
+            let what = format!("{place:?} {user:?} {way:?}");
+            let o = helper(
+                place,
+                user,
+                &[("SRT_DEBUG", "1")],
+                &way.args(&[
+                    probe().unwrap().to_str().unwrap(),
+                    "unix-dgram",
+                    "set-name:x\" (pid 1), s",
+                    "unix-dgram",
+                    "unix-dgram",
+                    &format!("exec:{}", innocent.display()),
+                    "unix-dgram",
+                ]),
+            );
+            let lines = refusal_lines(&o);
+            assert_eq!(lines.len(), 1, "{what}: {}", stderr(&o));
+            let line = &lines[0];
+            let pid = line
+                .split("by \"probe\" (pid ")
+                .nth(1)
+                .and_then(|r| r.split(')').next())
+                .unwrap_or_else(|| panic!("{what}: {line}"));
+            for want in [
+                format!("socket(AF_UNIX, SOCK_DGRAM) by \"probe\" (pid {pid})"),
+                format!("socket(AF_UNIX, SOCK_DGRAM) x2 by \"x\\\" (pid 1), s\" (pid {pid})"),
+                format!("socket(AF_UNIX, SOCK_DGRAM) by \"innocent\" (pid {pid})"),
+            ] {
+                assert!(line.contains(&want), "{what}: {want} not in {line}");
+            }
+        }
     }
 }
 
@@ -254,7 +304,7 @@ fn a_hundred_thousand_refused_calls_are_all_counted() {
         assert!(
             lines[0].starts_with(
                 "apply-seccomp: the sandbox refused 100001 calls: \
-                 socket(AF_UNIX, SOCK_DGRAM) x100001 by probe (pid "
+                 socket(AF_UNIX, SOCK_DGRAM) x100001 by \"probe\" (pid "
             ),
             "{what}: {}",
             lines[0]
@@ -308,7 +358,10 @@ fn a_connect_the_socket_policy_refused_is_named() {
         let lines = refusal_lines(&o);
         assert_eq!(lines.len(), 1, "{what}: {}", stderr(&o));
         assert!(
-            lines[0].contains(&format!("connect({}) by probe (pid ", path.display())),
+            lines[0].contains(&format!(
+                "connect(\"{}\") by \"probe\" (pid ",
+                path.display()
+            )),
             "{what}: {}",
             lines[0]
         );
@@ -335,8 +388,9 @@ fn a_command_ended_by_a_signal_gets_the_line() {
         let lines = refusal_lines(&o);
         assert_eq!(lines.len(), 1, "{what}: {}", stderr(&o));
         assert!(
-            lines[0]
-                .starts_with("apply-seccomp: the sandbox refused 1 call: io_uring_setup by probe"),
+            lines[0].starts_with(
+                "apply-seccomp: the sandbox refused 1 call: io_uring_setup by \"probe\""
+            ),
             "{what}: {}",
             lines[0]
         );

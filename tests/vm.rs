@@ -1200,10 +1200,11 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             assert!(
                 refused.stderr.lines().any(|l| l.starts_with(
                     "apply-seccomp: the sandbox refused 4 calls: socket(AF_UNIX, SOCK_DGRAM) by \
-                     probe (pid "
-                ) && l.contains("unshare(CLONE_NEWUSER) by probe")
-                    && l.contains("mount by probe")
-                    && l.contains("io_uring_setup by probe")),
+                     \"probe\" (pid "
+                ) && l
+                    .contains("unshare(CLONE_NEWUSER) by \"probe\"")
+                    && l.contains("mount by \"probe\"")
+                    && l.contains("io_uring_setup by \"probe\"")),
                 "{}",
                 ctx("refused")
             );

@@ -5,31 +5,54 @@ use super::{ARG_MAX, COMM_MAX, Who};
 use crate::filter::{self, rules};
 use crate::sys;
 
-/// Who `pid` is, from `/proc/PID/comm` and `status` under `proc_dir`: its
-/// name made printable (a command's name may hold any byte but NUL;
-/// status escapes some) and its pid in the innermost namespace (`None`
-/// once it is gone).
-pub fn who_at(proc_dir: std::os::fd::RawFd, pid: i32) -> Who {
-    let read = |file: &str| {
-        std::ffi::CString::new(format!("{pid}/{file}"))
-            .ok()
-            .and_then(|name| sys::read_file_at(proc_dir, &name).ok())
-            .unwrap_or_default()
-    };
-    let comm = read("comm");
+fn read_proc(proc_dir: std::os::fd::RawFd, pid: i32, file: &str) -> Vec<u8> {
+    std::ffi::CString::new(format!("{pid}/{file}"))
+        .ok()
+        .and_then(|name| sys::read_file_at(proc_dir, &name).ok())
+        .unwrap_or_default()
+}
+
+/// The name of `pid` now, from `/proc/PID/comm` under `proc_dir`, made
+/// printable (a command's name may hold any byte but NUL), `?` once it
+/// is gone. Read for each call: `PR_SET_NAME` and `execve` change it.
+pub fn comm_at(proc_dir: std::os::fd::RawFd, pid: i32) -> String {
+    let comm = read_proc(proc_dir, pid, "comm");
     let comm = comm.strip_suffix(b"\n").unwrap_or(&comm);
-    let comm = if comm.is_empty() {
+    if comm.is_empty() {
         "?".to_string()
     } else {
         printable(&String::from_utf8_lossy(comm), COMM_MAX)
-    };
-    let status = read("status");
+    }
+}
+
+/// The pid of `pid` in the innermost namespace, from `/proc/PID/status`
+/// under `proc_dir` (`None` once it is gone).
+pub fn inner_pid_at(proc_dir: std::os::fd::RawFd, pid: i32) -> Option<i32> {
+    let status = read_proc(proc_dir, pid, "status");
     let text = String::from_utf8_lossy(&status);
-    let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key));
-    let inner = field("NSpid:")
+    text.lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
         .and_then(|v| v.split_whitespace().last())
-        .and_then(|v| v.parse().ok());
-    Who { comm, pid: inner }
+        .and_then(|v| v.parse().ok())
+}
+
+/// Who `pid` is: its name and its pid in the innermost namespace.
+pub fn who_at(proc_dir: std::os::fd::RawFd, pid: i32) -> Who {
+    Who {
+        comm: comm_at(proc_dir, pid),
+        pid: inner_pid_at(proc_dir, pid),
+    }
+}
+
+/// `text` made printable and in double quotes, `"` and `\\` escaped with
+/// a backslash: the line's free text (a program's name, a path), which
+/// can then never pass for the line's own words (`by x (pid 1), socket(`
+/// spelled inside a name).
+pub fn quoted(text: &str, max: usize) -> String {
+    let inner = printable(text, max)
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
+    format!("\"{inner}\"")
 }
 
 /// `text` with every byte outside printable ASCII as `?`, at most `max`
@@ -60,7 +83,7 @@ pub(super) fn syscall_of(call: &str) -> &str {
 
 /// A refused connect's target, for the line.
 pub fn connect_call(target: &str) -> String {
-    format!("connect({})", printable(target, ARG_MAX))
+    format!("connect({})", quoted(target, ARG_MAX))
 }
 
 /// The call and its deciding argument, as a person writes it.

@@ -632,6 +632,18 @@ int main(int argc, char **argv) {
       printf("refuse-loop=eperm:%ld\nrefuse-loop-ns=%ld\n", eperm,
              n ? ((b.tv_sec - a.tv_sec) * 1000000000L + b.tv_nsec - a.tv_nsec) / n : 0);
     }
+    else if (!strncmp(c, "set-name:", 9)) {
+      /* The name /proc/PID/comm shows from now on (the refusal line reads
+         it for each call). */
+      result("set-name", prctl(PR_SET_NAME, c + 9, 0, 0, 0), errno);
+    }
+    else if (!strncmp(c, "exec:", 5)) {
+      /* The rest of the checks in the program at PATH, this same process. */
+      fflush(stdout);
+      argv[i] = (char *)c + 5;
+      execv(c + 5, argv + i);
+      result("exec", -1, errno);
+    }
     else if (!strcmp(c, "own-unix")) own_connect(c, 0);
     else if (!strcmp(c, "own-tcp")) own_connect(c, 1);
     else if (!strncmp(c, "outside:", 8)) outside_calls("outside", (pid_t)atoi(c + 8));
