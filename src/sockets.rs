@@ -72,9 +72,17 @@ struct Named {
     ino: u64,
 }
 
+/// The fewest noted binds at which closed sockets are looked for, and
+/// the most kept (1.5 MiB): past it a bind is not noted, and a connect
+/// to that socket is refused (never allowed unchecked). A command holds
+/// that many bound sockets open only on purpose; closed ones cost
+/// nothing, as the map is cleared of them before it grows (issue 54:
+/// 120,000 bind-and-close made a bind 31 -> 81 us, the stub 3.0 -> 6.2 MB).
+const BOUND_FLOOR: usize = 256;
+const BOUND_MAX: usize = 1 << 16;
+
 /// A socket a process of the run bound.
 struct Bound {
-    cookie: u64,
     ino: u32,
     /// Where it is bound, once sock_diag has shown it.
     at: Option<At>,
@@ -110,7 +118,14 @@ pub struct Sockets {
     diag_missing: bool,
     connect_nr: i32,
     bind_nr: i32,
-    bound: Vec<Bound>,
+    /// The sockets the run bound, by cookie (a socket's cookie is unique
+    /// and never reused), at most [`BOUND_MAX`]; closed ones forgotten at
+    /// a connect, and whenever the map reaches `bound_room`.
+    bound: std::collections::BTreeMap<u64, Bound>,
+    bound_room: usize,
+    /// Binds not noted: the map was full of open sockets (a connect to
+    /// one is refused).
+    pub unnoted: u64,
     pub pending: Vec<Pending>,
     /// Connects made for a Unix socket of the run.
     pub allowed: u64,
@@ -163,13 +178,26 @@ impl Sockets {
             sys::socket_cookie(sock.as_fd()),
             fstat(&sock),
         ) {
-            if !self.bound.iter().any(|b| b.cookie == cookie) {
-                self.bound.push(Bound {
-                    cookie,
+            if self.bound.contains_key(&cookie) {
+                return;
+            }
+            if self.bound.len() >= self.bound_room {
+                // Closed ones first; then room for as many again (so the
+                // looks cost a bind O(1) on average).
+                self.forget_closed();
+                self.bound_room = (2 * self.bound.len()).clamp(BOUND_FLOOR, BOUND_MAX);
+            }
+            if self.bound.len() >= BOUND_MAX {
+                self.unnoted += 1;
+                return;
+            }
+            self.bound.insert(
+                cookie,
+                Bound {
                     ino: st.st_ino as u32,
                     at: None,
-                });
-            }
+                },
+            );
         }
     }
 
@@ -295,6 +323,24 @@ impl Sockets {
         )
     }
 
+    /// Forgets the noted sockets sock_diag no longer has (closed).
+    fn forget_closed(&mut self) {
+        if self.diag().is_none() {
+            return;
+        }
+        let Some(diag) = self.diag.as_ref().map(|d| d.as_fd()) else {
+            return;
+        };
+        self.bound
+            .retain(|&cookie, b| match diag_one(diag, b.ino, cookie) {
+                Some(now) => {
+                    b.at = now;
+                    true
+                }
+                None => false,
+            });
+    }
+
     /// Whether a socket the run bound is bound at `at` now (sock_diag);
     /// sockets gone are forgotten.
     fn is_ours(&mut self, at: &At) -> bool {
@@ -308,11 +354,11 @@ impl Sockets {
         let Some(diag) = self.diag.as_ref().map(|d| d.as_fd()) else {
             return false;
         };
-        self.bound.retain_mut(|b| {
+        self.bound.retain(|&cookie, b| {
             if found {
                 return true;
             }
-            match diag_one(diag, b.ino, b.cookie) {
+            match diag_one(diag, b.ino, cookie) {
                 Some(now) => {
                     if let Some(now) = now {
                         found = &now == at;

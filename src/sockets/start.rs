@@ -50,6 +50,14 @@ impl Sockets {
         if self.diag_missing {
             note.push_str(&format!("; {}", crate::unix_diag::DIAG_MISSING));
         }
+        if self.unnoted > 0 {
+            note.push_str(&format!(
+                "; {} bind(s) not noted: {} bound sockets were open at once (connects to those \
+                 refused)",
+                self.unnoted,
+                super::BOUND_MAX
+            ));
+        }
         for r in &self.refusals {
             note.push_str(&format!(
                 "; refused: {} (pid {}) to {}",
@@ -112,7 +120,9 @@ impl Sockets {
             diag_missing: false,
             connect_nr: connect_nr as i32,
             bind_nr: bind_nr as i32,
-            bound: Vec::new(),
+            bound: std::collections::BTreeMap::new(),
+            bound_room: super::BOUND_FLOOR,
+            unnoted: 0,
             pending: Vec::new(),
             allowed: 0,
             refused: 0,
