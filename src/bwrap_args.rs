@@ -79,6 +79,12 @@ pub struct Mount {
 }
 
 impl Mount {
+    /// The index just past this mount's option and its values on the line
+    /// (`None` for one read from an `--args` file).
+    pub fn end(&self) -> Option<usize> {
+        Some(self.at? + 1 + arity(self.option.as_bytes())?)
+    }
+
     /// A read-write bind of a host path (`--bind`, `--dev-bind` and their
     /// `-try` forms): what a command can write through it on the host. Not
     /// the fd forms, whose source is a descriptor.

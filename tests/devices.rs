@@ -86,10 +86,21 @@ fn shim_dir() -> PathBuf {
 
 /// `command` as `user` in the emulated `/dev`, in `dir`, with `env`.
 fn in_dev(user: User, dir: &Path, env: &[(&str, &str)], command: &[&str]) -> Output {
+    in_dev_made_by(DEV, user, dir, env, command)
+}
+
+/// [`in_dev`] in a `/dev` that `script` makes.
+fn in_dev_made_by(
+    script: &str,
+    user: User,
+    dir: &Path,
+    env: &[(&str, &str)],
+    command: &[&str],
+) -> Output {
     let tmp = common::client_tmp().to_str().unwrap();
     let mut all = vec![("TMPDIR", tmp), ("SRT_DEBUG", "1")];
     all.extend(env);
-    common::in_mount_ns(DEV, user, dir, &all, command)
+    common::in_mount_ns(script, user, dir, &all, command)
 }
 
 fn seen(out: &Output) -> BTreeSet<String> {
@@ -107,6 +118,11 @@ fn set(lines: &[&str]) -> BTreeSet<String> {
 /// The real srt CLI, its `bwrapPath` the shim, running [`LIST`] (after
 /// `before`, a part of the command's own).
 fn srt(user: User, env: &[(&str, &str)], before: &str) -> Output {
+    srt_in(DEV, user, env, before)
+}
+
+/// [`srt`] in a `/dev` that `script` makes.
+fn srt_in(script: &str, user: User, env: &[(&str, &str)], before: &str) -> Output {
     let dir = common::srt_cli::project(user, "devices");
     let settings = dir.join("srt.json");
     std::fs::write(
@@ -121,10 +137,11 @@ fn srt(user: User, env: &[(&str, &str)], before: &str) -> Output {
     )
     .unwrap();
     let srt = common::srt_package().unwrap().join("node_modules/.bin/srt");
-    let script = format!("{before}{LIST}");
+    let command = format!("{before}{LIST}");
     let mut all = vec![("PATH", "/usr/local/bin:/usr/bin:/bin")];
     all.extend(env);
-    in_dev(
+    in_dev_made_by(
+        script,
         user,
         &dir,
         &all,
@@ -133,7 +150,7 @@ fn srt(user: User, env: &[(&str, &str)], before: &str) -> Output {
             "-s",
             settings.to_str().unwrap(),
             "-c",
-            &script,
+            &command,
         ],
     )
 }
@@ -196,6 +213,36 @@ fn srt_passes_exactly_the_gpu_nodes_when_asked() {
         let mut with_card = GPU.to_vec();
         with_card.push(CARD);
         assert_eq!(seen(&out), set(&with_card), "{user:?}: {}", stderr(&out));
+    }
+}
+
+/// A GPU folder that is a link (issue 54): `/dev/dri` leading out of
+/// `/dev` to a folder holding DRM stand-ins is not followed; the rest
+/// passes, and `SRT_DEBUG` says which link was left.
+#[test]
+fn a_gpu_folder_that_is_a_link_is_not_followed() {
+    if !can_run() {
+        return;
+    }
+    let linked = DEV.replace(
+        "mkdir /dev/dri /dev/nvidia-caps",
+        "mkdir -p /dev/nvidia-caps \"$PWD/outside-dev/dri\"\nln -s \"$PWD/outside-dev/dri\" /dev/dri",
+    );
+    for user in users() {
+        let out = srt_in(&linked, user, &[("APPLY_SECCOMP_DEVICES", "gpu,card")], "");
+        let ctx = format!("{user:?}: {}{}", stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{ctx}");
+        let want: Vec<&str> = GPU
+            .iter()
+            .copied()
+            .filter(|l| !l.contains("/dri/"))
+            .collect();
+        assert_eq!(seen(&out), set(&want), "{ctx}");
+        assert!(
+            stderr(&out).contains("/dev/dri is a link to ")
+                && stderr(&out).contains("not followed"),
+            "{ctx}"
+        );
     }
 }
 

@@ -45,15 +45,21 @@ fn gpus() -> Check {
         gpu: true,
         card: false,
     };
-    let names = |nodes: Vec<std::path::PathBuf>| match nodes.len() {
-        0 => "none on this host".to_string(),
-        _ => nodes
-            .iter()
-            .map(|n| n.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-    };
     let dev = std::path::Path::new("/dev");
+    let names = |nodes: Vec<std::path::PathBuf>| {
+        let mut said = match nodes.len() {
+            0 => "none on this host".to_string(),
+            _ => nodes
+                .iter()
+                .map(|n| n.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        for l in devices::linked(dev) {
+            said += &format!(" ({l})");
+        }
+        said
+    };
     if asked.any() {
         Check::ok(
             NAME,

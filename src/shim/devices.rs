@@ -93,15 +93,25 @@ fn wanted(rel: &[u8], asked: Asked) -> bool {
         || asked.card && digits_after(b"dri/card")
 }
 
+/// The folders under `dev` GPU nodes are looked for in.
+const FOLDERS: [&str; 3] = ["", "dri", "nvidia-caps"];
+
 /// The GPU device nodes under `dev` (the host's `/dev`) that `asked`
-/// passes: character devices only (never a link), in a stable order.
+/// passes: character devices only, in a stable order. Never through a
+/// link: neither a node that is one nor a folder (`dri`, `nvidia-caps`)
+/// that is one, which could lead out of `/dev` (issue 54; [`linked`]
+/// says which).
 pub fn nodes(dev: &Path, asked: Asked) -> Vec<PathBuf> {
     let mut found = Vec::new();
     if !asked.any() {
         return found;
     }
-    for sub in ["", "dri", "nvidia-caps"] {
-        let Ok(entries) = std::fs::read_dir(dev.join(sub)) else {
+    for sub in FOLDERS {
+        let folder = dev.join(sub);
+        if !std::fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(folder) else {
             continue;
         };
         for e in entries.flatten() {
@@ -114,6 +124,24 @@ pub fn nodes(dev: &Path, asked: Asked) -> Vec<PathBuf> {
     }
     found.sort();
     found
+}
+
+/// The GPU folders under `dev` that are links, and where each leads: not
+/// followed, nothing in them passed.
+pub fn linked(dev: &Path) -> Vec<String> {
+    FOLDERS
+        .iter()
+        .filter(|sub| !sub.is_empty())
+        .map(|sub| dev.join(sub))
+        .filter_map(|p| {
+            let to = std::fs::read_link(&p).ok()?;
+            Some(format!(
+                "{} is a link to {}: not followed, nothing in it passed",
+                p.display(),
+                to.display()
+            ))
+        })
+        .collect()
 }
 
 /// Adds a `--dev-bind N N` of each of `nodes` right after the line's
@@ -150,36 +178,68 @@ pub fn pass(words: &mut Vec<OsString>, nodes: &[PathBuf]) -> Result<String, Stri
         let names: Vec<String> = nodes.iter().map(|n| n.display().to_string()).collect();
         format!("passed {}", names.join(", "))
     };
-    // A mount over /proc/driver (or /proc/driver/nvidia) hides what
-    // NVIDIA's user-space driver reads: bound back after the last one.
-    let nvidia = nodes.iter().any(|n| {
+    if nodes.iter().any(|n| {
         n.file_name()
             .is_some_and(|f| f.as_bytes().starts_with(b"nvidia"))
-    });
-    if nvidia {
-        // The last mount on /proc/driver or below: its option, then its
-        // source (binds) and destination.
-        let hiding = bwrap_args::walk(words).ok().and_then(|w| {
-            w.mounts
-                .iter()
-                .filter(|m| m.dest.starts_with(b"/proc/driver"))
-                .filter_map(|m| Some(m.at? + if m.source.is_empty() { 2 } else { 3 }))
-                .max()
-        });
-        if let Some(after) = hiding {
-            words.splice(
-                after..after,
-                [
-                    "--ro-bind-try",
-                    "/proc/driver/nvidia",
-                    "/proc/driver/nvidia",
-                ]
-                .map(OsString::from),
-            );
-            said += "; /proc/driver/nvidia read-only (the line hides /proc/driver)";
-        }
+    }) {
+        said += &nvidia_proc(words);
     }
     Ok(said)
+}
+
+/// What NVIDIA's user-space driver reads: bound back read-only where the
+/// line hides `/proc/driver`, right after the last mount that does (its
+/// option and every value: an `--overlay` has three), so that any mount
+/// the line makes later still goes on top. Never where the line mounts
+/// at `/proc/driver/nvidia` or below it: that is the line's own decision
+/// about it (issue 54: a `--tmpfs /proc/driver/nvidia` or a `--ro-bind
+/// /dev/null /proc/driver/nvidia/params` was covered by the bind-back).
+/// Inserts into `words`; what it did, for `SRT_DEBUG` (`""`: nothing
+/// hides it).
+fn nvidia_proc(words: &mut Vec<OsString>) -> String {
+    const DRIVER: &[u8] = b"/proc/driver";
+    const NVIDIA: &[u8] = b"/proc/driver/nvidia";
+    let Ok(walked) = bwrap_args::walk(words) else {
+        return String::new();
+    };
+    let plain = |d: &[u8]| -> Vec<u8> {
+        let mut d = d.to_vec();
+        while d.len() > 1 && d.ends_with(b"/") {
+            d.pop();
+        }
+        d
+    };
+    if let Some(m) = walked.mounts.iter().find(|m| {
+        let d = plain(&m.dest);
+        d == NVIDIA || d.starts_with(b"/proc/driver/nvidia/")
+    }) {
+        return format!(
+            "; /proc/driver/nvidia left as the line makes it (it mounts {} {})",
+            m.option,
+            String::from_utf8_lossy(&m.dest)
+        );
+    }
+    let Some(hiding) = walked
+        .mounts
+        .iter()
+        .rev()
+        .find(|m| plain(&m.dest) == DRIVER)
+    else {
+        return String::new();
+    };
+    let Some(after) = hiding.end() else {
+        return "; /proc/driver/nvidia not bound back (an --args file hides /proc/driver)".into();
+    };
+    words.splice(
+        after..after,
+        [
+            "--ro-bind-try",
+            "/proc/driver/nvidia",
+            "/proc/driver/nvidia",
+        ]
+        .map(OsString::from),
+    );
+    "; /proc/driver/nvidia read-only (the line hides /proc/driver)".into()
 }
 
 #[cfg(test)]
@@ -188,6 +248,21 @@ mod tests {
 
     fn words(line: &str) -> Vec<OsString> {
         line.split(' ').map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_gpu_folder_that_is_a_link_is_not_followed() {
+        let dir = std::env::temp_dir().join(format!("devices-test-{}", std::process::id()));
+        let elsewhere = dir.join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::create_dir_all(dir.join("dev")).unwrap();
+        let dri = dir.join("dev/dri");
+        let _ = std::fs::remove_file(&dri);
+        std::os::unix::fs::symlink(&elsewhere, &dri).unwrap();
+        let said = linked(&dir.join("dev"));
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains("is a link to") && said[0].contains("not followed"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -276,6 +351,34 @@ mod tests {
             )
         );
         assert!(said.contains("/proc/driver/nvidia read-only"), "{said}");
+        // After the hiding mount whatever it is (an overlay has four
+        // words), before the line's later mounts.
+        let mut overlay =
+            words("--dev /dev --overlay /u /w /proc/driver --ro-bind /a /proc/driver/x -- sh");
+        pass(&mut overlay, &[PathBuf::from("/dev/nvidiactl")]).unwrap();
+        assert_eq!(
+            overlay,
+            words(
+                "--dev /dev --dev-bind /dev/nvidiactl /dev/nvidiactl --overlay /u /w /proc/driver \
+                 --ro-bind-try /proc/driver/nvidia /proc/driver/nvidia --ro-bind /a \
+                 /proc/driver/x -- sh"
+            )
+        );
+        // The line's own mounts at /proc/driver/nvidia or below: left as
+        // the line makes them, before the hiding mount or after it.
+        for line in [
+            "--dev /dev --tmpfs /proc/driver --ro-bind /dev/null /proc/driver/nvidia/params -- sh",
+            "--dev /dev --tmpfs /proc/driver/nvidia/ --tmpfs /proc/driver -- sh",
+            "--dev /dev --tmpfs /proc/driver --tmpfs /proc/driver/nvidia -- sh",
+        ] {
+            let mut denied = words(line);
+            let said = pass(&mut denied, &[PathBuf::from("/dev/nvidiactl")]).unwrap();
+            assert!(
+                !denied.iter().any(|w| w == "--ro-bind-try"),
+                "{line}: {denied:?}"
+            );
+            assert!(said.contains("left as the line makes it"), "{said}");
+        }
         // Not hidden: nothing more.
         let mut plain = words("--dev /dev --proc /proc -- sh");
         pass(&mut plain, &[PathBuf::from("/dev/nvidiactl")]).unwrap();

@@ -152,7 +152,10 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
     ] {
         let Some(words) = words else { continue };
         if let Some(nodes) = &gpus {
-            let note = shim::devices::pass(words, nodes).unwrap_or_else(|e| e);
+            let mut note = shim::devices::pass(words, nodes).unwrap_or_else(|e| e);
+            for l in shim::devices::linked(Path::new("/dev")) {
+                note += &format!("; {l}");
+            }
             debug(debug_on, || {
                 format!(
                     "bwrap shim: devices ({}): {note}{what}",
