@@ -80,6 +80,36 @@ pub fn read(path: &Path) -> Result<Vec<u8>, Unread> {
 /// opened with `O_NONBLOCK` and checked again (so a FIFO put there
 /// meanwhile cannot block), read to one byte past the bound.
 pub fn read_at_most(path: &Path, max: u64) -> Result<Vec<u8>, Unread> {
+    let (file, meta) = open_regular(path)?;
+    if meta.len() > max {
+        return Err(Unread::TooLarge(meta.len(), max));
+    }
+    let mut text = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut text)
+        .map_err(Unread::Io)?;
+    if text.len() as u64 > max {
+        return Err(Unread::TooLarge(text.len() as u64, max));
+    }
+    Ok(text)
+}
+
+/// The first `n` bytes of the regular file at `path` (fewer if it is
+/// shorter), opened as [`read_at_most`] opens it.
+pub fn read_head(path: &Path, n: usize) -> Result<Vec<u8>, Unread> {
+    let (file, _) = open_regular(path)?;
+    let mut head = Vec::with_capacity(n);
+    file.take(n as u64)
+        .read_to_end(&mut head)
+        .map_err(Unread::Io)?;
+    Ok(head)
+}
+
+/// The regular file at `path` (links followed), open for reading:
+/// checked before it is opened (so no device is opened), opened with
+/// `O_NONBLOCK` and checked again (so a FIFO put there meanwhile cannot
+/// block).
+fn open_regular(path: &Path) -> Result<(File, std::fs::Metadata), Unread> {
     let meta = std::fs::metadata(path).map_err(unread)?;
     if let Some(what) = not_regular(meta.file_type()) {
         return Err(Unread::NotRegular(what));
@@ -93,17 +123,7 @@ pub fn read_at_most(path: &Path, max: u64) -> Result<Vec<u8>, Unread> {
     if let Some(what) = not_regular(meta.file_type()) {
         return Err(Unread::NotRegular(what));
     }
-    if meta.len() > max {
-        return Err(Unread::TooLarge(meta.len(), max));
-    }
-    let mut text = Vec::new();
-    file.take(max + 1)
-        .read_to_end(&mut text)
-        .map_err(Unread::Io)?;
-    if text.len() as u64 > max {
-        return Err(Unread::TooLarge(text.len() as u64, max));
-    }
-    Ok(text)
+    Ok((file, meta))
 }
 
 #[cfg(test)]

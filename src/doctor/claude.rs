@@ -3,7 +3,6 @@
 //! on `PATH`: is it this binary, the shim, and what does the shim run? And
 //! the shim's placeholders left in the current folder.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::Check;
@@ -131,12 +130,11 @@ pub fn path_entries() -> Check {
     )
 }
 
-/// Whether `p` starts with `#!`: a wrapper script, not bubblewrap.
+/// Whether `p` starts with `#!`: a wrapper script, not bubblewrap. Read
+/// as every file a sandboxed command could have put is (settings.rs): a
+/// FIFO swapped in for it must not hang the doctor.
 fn is_script(p: &Path) -> bool {
-    let mut head = [0u8; 2];
-    std::fs::File::open(p)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| &head == b"#!")
+    crate::settings::read_head(p, 2).is_ok_and(|head| head == b"#!")
 }
 
 /// The Claude Code check: the `bwrap` on PATH.

@@ -92,9 +92,12 @@ pub fn write_atomic_if(path: &Path, expect: Expect<'_>, bytes: &[u8]) -> Result<
     let old = std::fs::metadata(&path).ok();
     let mode = old.as_ref().map_or(0o644, |m| m.mode() & 0o7777);
     let name = path.file_name().unwrap_or_default().to_string_lossy();
+    // Unguessable: in a folder a sandboxed command may write, a name
+    // planted in advance would only make the write fail (it is made with
+    // O_EXCL and O_NOFOLLOW), but setup should not fail on its word.
     let tmp = dir.join(format!(
-        ".{name}.apply-seccomp-setup.{}",
-        std::process::id()
+        ".{name}.apply-seccomp-setup.{:016x}",
+        unguessable()
     ));
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -132,6 +135,14 @@ pub fn write_atomic_if(path: &Path, expect: Expect<'_>, bytes: &[u8]) -> Result<
         return Err(say(e));
     }
     Ok(true)
+}
+
+/// 64 random bits (the kernel's `getrandom`, through std's hasher keys).
+fn unguessable() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish()
 }
 
 /// Removes the file `path` (setup's record, a link setup made).
