@@ -150,13 +150,15 @@ fn grants(
 
 /// The capability-free way's Landlock ruleset: signals and abstract Unix
 /// sockets scoped, files written anywhere but on procfs and cgroup mounts;
-/// or what the kernel lacks for it. Made by the `landlock` crate with its
+/// with `kernel_sockets`, Unix socket resolution handled too (the socket
+/// policy's right: sockets/kernel.rs adds its rules); or what the kernel
+/// lacks for it. Made by the `landlock` crate with its
 /// best-effort fallback turned off: a kernel without scoping is an error
 /// here, never a weaker domain. Its rules are added with one raw
 /// `landlock_add_rule` each (sys/raw.rs): the crate's `add_rule` makes an
 /// `fstat` per rule, to trim rights that hold for folders only, and the
 /// one right granted here holds for any file.
-pub fn ruleset() -> Result<Domain, Lack> {
+pub fn ruleset(kernel_sockets: bool) -> Result<Domain, Lack> {
     let mountinfo = sys::read_file_at(libc::AT_FDCWD, c"/proc/self/mountinfo")
         .map_err(|e| Lack::Other(format!("/proc/self/mountinfo: {}", e.desc())))?;
     let mut carved = carved_mounts(&mountinfo);
@@ -166,9 +168,13 @@ pub fn ruleset() -> Result<Domain, Lack> {
     let nested = |c: &PathBuf, all: &[PathBuf]| all.iter().any(|o| o != c && c.starts_with(o));
     let all = carved.clone();
     carved.retain(|c| !nested(c, &all));
+    let handled = match kernel_sockets {
+        true => AccessFs::WriteFile | AccessFs::ResolveUnix,
+        false => AccessFs::WriteFile.into(),
+    };
     let made = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::WriteFile)
+        .handle_access(handled)
         .and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket))
         .and_then(|r| r.create());
     let ruleset = match made.map(Option::<OwnedFd>::from) {

@@ -253,6 +253,17 @@ pub enum Lack {
 /// Landlock ABI version that scopes signals and abstract Unix sockets.
 pub const SCOPED_ABI: i32 = 6;
 
+/// The first Landlock ABI with `LANDLOCK_ACCESS_FS_RESOLVE_UNIX` (Linux
+/// 7.1), with which the kernel holds the own-sockets policy
+/// (sockets/kernel.rs).
+pub const RESOLVE_UNIX_ABI: i32 = 9;
+
+/// Whether a kernel of Landlock ABI `abi` can hold the own-sockets
+/// policy. For a run and for the doctor's account of one.
+pub fn holds_unix_sockets(abi: i32) -> bool {
+    abi >= RESOLVE_UNIX_ABI
+}
+
 /// The narrowest fix where capabilities are denied and Landlock cannot
 /// stand in. Checked in the AppArmor VM (tests/vm.rs, docs/ways-in.md): on Debian
 /// 13's 6.12 with AppArmor 4.1.0, `priority=100 allow capability,` in

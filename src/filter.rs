@@ -105,6 +105,8 @@ pub struct Filters {
     pub own: Option<OwnSockets>,
     /// The programs of a run that reports its refusals.
     pub reporting: Option<Reporting>,
+    /// Who holds the Unix socket policy these programs were picked for.
+    pub sockets: Sockets,
 }
 
 /// The own-sockets policy's programs (rules.rs, `Set::UnixOwn` ...): each
@@ -130,11 +132,36 @@ pub struct Reporting {
     pub namespaces: Option<Program>,
 }
 
-/// Validates the embedded programs and picks those to install; `own`:
-/// the own-sockets policy (not `APPLY_SECCOMP_UNIX=deny`); `report`: the
-/// refusals reported.
-pub fn filters(allow_nested_userns: bool, own: bool, report: bool) -> Result<Filters, Error> {
-    let unix = program("unix")?;
+/// Who holds a run's Unix socket policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sockets {
+    /// `APPLY_SECCOMP_UNIX=deny`: the filter refuses every `AF_UNIX`
+    /// socket.
+    Deny,
+    /// The own-sockets policy, decided by the stub on each connect
+    /// (sockets.rs): where the kernel has no Landlock ABI 9.
+    Mediated,
+    /// The own-sockets policy in the kernel: a Landlock domain
+    /// (sockets/kernel.rs) and `Set::UnixKernel`'s filter.
+    Kernel,
+}
+
+/// Validates the embedded programs and picks those to install;
+/// `sockets`: who holds the Unix socket policy; `report`: the refusals
+/// reported.
+pub fn filters(
+    allow_nested_userns: bool,
+    sockets: Sockets,
+    report: bool,
+) -> Result<Filters, Error> {
+    let own = sockets == Sockets::Mediated;
+    let (unix, unix_capability_free) = match sockets {
+        Sockets::Kernel => (
+            program("unix-kernel")?,
+            program("unix-kernel-capability-free")?,
+        ),
+        _ => (program("unix")?, program("unix-capability-free")?),
+    };
     let own_programs = if own {
         Some(OwnSockets {
             unix: program("unix-own")?,
@@ -147,7 +174,7 @@ pub fn filters(allow_nested_userns: bool, own: bool, report: bool) -> Result<Fil
     };
     let reporting = if report {
         let name = |capfree: bool, observe: bool| {
-            program(&crate::report::reported(own, capfree, observe, allow_nested_userns).name())
+            program(&crate::report::reported(sockets, capfree, observe, allow_nested_userns).name())
         };
         Some(Reporting {
             listener: [
@@ -163,17 +190,18 @@ pub fn filters(allow_nested_userns: bool, own: bool, report: bool) -> Result<Fil
     };
     Ok(Filters {
         unix,
-        unix_capability_free: program("unix-capability-free")?,
+        unix_capability_free,
         namespaces: (!allow_nested_userns)
             .then(|| program("namespaces"))
             .transpose()?,
         observe: program("observe")?,
         stub: if allow_nested_userns {
-            unix
+            program("unix")?
         } else {
             program("stub")?
         },
         own: own_programs,
         reporting,
+        sockets,
     })
 }

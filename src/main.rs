@@ -158,11 +158,15 @@ pub(crate) fn debug(enabled: bool, line: impl FnOnce() -> String) {
 }
 
 fn run(cfg: &RunConfig) -> Result<i32, Error> {
-    let filters = filter::filters(
-        cfg.allow_nested_userns,
-        cfg.unix == cli::UnixPolicy::Own,
-        cfg.report,
-    )?;
+    // Who holds the socket policy: the kernel where it can (Landlock ABI 9),
+    // else the stub (issue 55).
+    let sockets = match cfg.unix {
+        cli::UnixPolicy::Deny => filter::Sockets::Deny,
+        cli::UnixPolicy::Own if sockets::kernel::available() => filter::Sockets::Kernel,
+        cli::UnixPolicy::Own => filter::Sockets::Mediated,
+    };
+    let filters = filter::filters(cfg.allow_nested_userns, sockets, cfg.report)?;
+    let kernel_sockets = sockets == filter::Sockets::Kernel;
     // Leaked: init and the worker read it from the stub's memory while the
     // stub runs on (supervise/), so it must never be freed.
     let exec: &'static sys::ExecArgs = Box::leak(Box::new(
@@ -192,20 +196,32 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
 
     caps::clear(None, caps::CapSet::Ambient)
         .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
+    let unix_note;
     let (way, _ruleset) = match &entry.path {
         Path::CapabilityFree { refusal, .. } => {
             // Held until the run ends; the worker joins it (close-on-exec).
-            let domain = capfree::ruleset().map_err(|lack| Error::NoCapabilityFreeWay {
-                refusal: refusal.clone(),
-                lack,
-            })?;
+            let domain =
+                capfree::ruleset(kernel_sockets).map_err(|lack| Error::NoCapabilityFreeWay {
+                    refusal: refusal.clone(),
+                    lack,
+                })?;
             debug(cfg.debug, || capfree::describe(&domain));
+            // The socket policy's rules, where the kernel holds it: in
+            // this one domain (or the run ends).
+            unix_note = kernel_sockets
+                .then(|| {
+                    let fd = std::os::fd::AsRawFd::as_raw_fd(&domain.ruleset);
+                    sockets::kernel::add_named(fd, &cfg.allow_unix)
+                        .map(|n| sockets::kernel::note(&n))
+                })
+                .transpose()
+                .map_err(|e| Error::setup(Step::Landlock, io::Error::other(e)))?;
             // No bounding-set drop here: it needs CAP_SETPCAP, which this way
             // has none of, and Landlock's ptrace rule holds without it.
             let way = Way::CapabilityFree {
                 ruleset: std::os::fd::AsRawFd::as_raw_fd(&domain.ruleset),
             };
-            (way, Some(domain))
+            (way, Some(domain.ruleset))
         }
         path => {
             // Stricter than upstream: a command running as root (host root
@@ -220,10 +236,20 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             )
             .map_err(|e| Error::setup(Step::DropPtrace, io::Error::other(e.to_string())))?;
             let made_userns = matches!(path, Path::UserNamespace(_));
+            // The socket policy's domain, where the kernel holds it: made
+            // or the run ends (never a run with less than asked).
+            let domain = kernel_sockets
+                .then(|| sockets::kernel::domain(&cfg.allow_unix))
+                .transpose()
+                .map_err(|e| Error::setup(Step::Landlock, io::Error::other(e)))?;
             let way = Way::Namespaces {
                 limit_userns: made_userns && !cfg.allow_nested_userns,
+                sockets: domain
+                    .as_ref()
+                    .map(|d| std::os::fd::AsRawFd::as_raw_fd(&d.ruleset)),
             };
-            (way, None)
+            unix_note = domain.as_ref().map(|d| d.note.clone());
+            (way, domain.map(|d| d.ruleset))
         }
     };
     debug(cfg.debug, || {
@@ -235,9 +261,12 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
                 " only (nesting allowed)"
             },
             match way {
-                Way::Namespaces { limit_userns: true } => "yes",
+                Way::Namespaces {
+                    limit_userns: true, ..
+                } => "yes",
                 Way::Namespaces {
                     limit_userns: false,
+                    ..
                 } => "no",
                 Way::CapabilityFree { .. } => "no (capability-free: the filter alone)",
             }
@@ -263,7 +292,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         },
         observer.as_mut(),
         pid1,
-        (cfg.debug, &cfg.allow_unix),
+        (cfg.debug, &cfg.allow_unix, unix_note),
     )?;
     for text in &outcome.observe_errors {
         eprintln!("{}", observe::init_error_line(text));

@@ -49,6 +49,10 @@ pub enum Way {
         /// Write 0 to `max_user_namespaces` (the helper made the user
         /// namespace and nesting is not allowed).
         limit_userns: bool,
+        /// The Landlock domain of the socket policy, where the kernel holds
+        /// it (sockets/kernel.rs): a ruleset the worker joins, held by the
+        /// stub for the run (close-on-exec).
+        sockets: Option<RawFd>,
     },
     /// No namespaces: the worker straight from the stub, joining the
     /// Landlock domain of `ruleset` (a descriptor the stub holds for the

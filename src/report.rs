@@ -266,15 +266,23 @@ impl Refusals {
     }
 }
 
-/// The listener's program of a run: its policy (`own` sockets or none),
-/// way in, observation and nesting.
-pub fn reported(own: bool, capfree: bool, observe: bool, nested: bool) -> rules::Reported {
+/// The listener's program of a run: who holds its socket policy, its way
+/// in, observation and nesting.
+pub fn reported(
+    sockets: filter::Sockets,
+    capfree: bool,
+    observe: bool,
+    nested: bool,
+) -> rules::Reported {
+    use filter::Sockets::*;
     rules::Reported {
-        unix: match (own, capfree) {
-            (true, false) => rules::Set::UnixOwn,
-            (true, true) => rules::Set::UnixOwnCapabilityFree,
-            (false, false) => rules::Set::Unix,
-            (false, true) => rules::Set::UnixCapabilityFree,
+        unix: match (sockets, capfree) {
+            (Mediated, false) => rules::Set::UnixOwn,
+            (Mediated, true) => rules::Set::UnixOwnCapabilityFree,
+            (Deny, false) => rules::Set::Unix,
+            (Deny, true) => rules::Set::UnixCapabilityFree,
+            (Kernel, false) => rules::Set::UnixKernel,
+            (Kernel, true) => rules::Set::UnixKernelCapabilityFree,
         },
         observe,
         nested,

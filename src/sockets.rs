@@ -23,9 +23,8 @@
 //! - a host socket the user named (`APPLY_SECCOMP_ALLOW_UNIX`): allowed
 //!   while its path still leads to the socket found at the run's start.
 //!
-//! Anything else gets ECONNREFUSED, what a socket file with no listener
-//! gives (tools that find a stale socket start their own server), and is
-//! counted for the refusal report.
+//! Anything else gets EACCES ([`REFUSED`]), and is counted for the
+//! refusal report.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -39,12 +38,22 @@ use crate::observe::Observer;
 use crate::report::{Refusals, Who};
 use crate::sys;
 
+/// The answer to a connect the policy refuses: `EACCES`, what a socket
+/// file without write permission gives, and what Landlock gives where the
+/// kernel holds the policy (sockets/kernel.rs). Not `ECONNREFUSED` (issue
+/// 55): tools read that as a stale socket and remove it (a sandboxed tmux
+/// deleted the host tmux server's socket in a folder it could write).
+pub const REFUSED: Errno = Errno::EACCES;
+
+mod bound;
 mod diag;
+pub mod kernel;
+pub mod named;
 mod start;
 mod take;
 mod wait;
 
-use diag::diag_one;
+use bound::Bound;
 pub use wait::Pending;
 use wait::{Made, Wait, connect_now, later};
 
@@ -70,22 +79,6 @@ struct Named {
     path: PathBuf,
     dev: u64,
     ino: u64,
-}
-
-/// The fewest noted binds at which closed sockets are looked for, and
-/// the most kept (1.5 MiB): past it a bind is not noted, and a connect
-/// to that socket is refused (never allowed unchecked). A command holds
-/// that many bound sockets open only on purpose; closed ones cost
-/// nothing, as the map is cleared of them before it grows (issue 54:
-/// 120,000 bind-and-close made a bind 31 -> 81 us, the stub 3.0 -> 6.2 MB).
-const BOUND_FLOOR: usize = 256;
-const BOUND_MAX: usize = 1 << 16;
-
-/// A socket a process of the run bound.
-struct Bound {
-    ino: u32,
-    /// Where it is bound, once sock_diag has shown it.
-    at: Option<At>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -163,42 +156,6 @@ impl Sockets {
             }
         }
         After::Done
-    }
-
-    /// A bind of an unnamed `AF_UNIX` socket: the socket is noted.
-    fn note_bind(&mut self, listener: BorrowedFd<'_>, notif: &libc::seccomp_notif) {
-        let Ok(sock) = self.take(listener, notif, notif.data.args[0]) else {
-            return;
-        };
-        let unix = sys::socket_int(sock.as_fd(), libc::SO_DOMAIN) == Ok(libc::AF_UNIX);
-        let unnamed = sys::socket_name(sock.as_fd()).is_ok_and(|n| n.len() <= PATH_AT);
-        if let (true, true, Ok(cookie), Ok(st)) = (
-            unix,
-            unnamed,
-            sys::socket_cookie(sock.as_fd()),
-            fstat(&sock),
-        ) {
-            if self.bound.contains_key(&cookie) {
-                return;
-            }
-            if self.bound.len() >= self.bound_room {
-                // Closed ones first; then room for as many again (so the
-                // looks cost a bind O(1) on average).
-                self.forget_closed();
-                self.bound_room = (2 * self.bound.len()).clamp(BOUND_FLOOR, BOUND_MAX);
-            }
-            if self.bound.len() >= BOUND_MAX {
-                self.unnoted += 1;
-                return;
-            }
-            self.bound.insert(
-                cookie,
-                Bound {
-                    ino: st.st_ino as u32,
-                    at: None,
-                },
-            );
-        }
     }
 
     /// Decides and makes one connect: `Ok(None)` answered, `Ok(Some)` to
@@ -323,68 +280,18 @@ impl Sockets {
         )
     }
 
-    /// Forgets the noted sockets sock_diag no longer has (closed).
-    fn forget_closed(&mut self) {
-        if self.diag().is_none() {
-            return;
-        }
-        let Some(diag) = self.diag.as_ref().map(|d| d.as_fd()) else {
-            return;
-        };
-        self.bound
-            .retain(|&cookie, b| match diag_one(diag, b.ino, cookie) {
-                Some(now) => {
-                    b.at = now;
-                    true
-                }
-                None => false,
-            });
-    }
-
-    /// Whether a socket the run bound is bound at `at` now (sock_diag);
-    /// sockets gone are forgotten.
-    fn is_ours(&mut self, at: &At) -> bool {
-        let mut found = false;
-        if self.bound.is_empty() {
-            return false;
-        }
-        if self.diag().is_none() {
-            return false;
-        }
-        let Some(diag) = self.diag.as_ref().map(|d| d.as_fd()) else {
-            return false;
-        };
-        self.bound.retain(|&cookie, b| {
-            if found {
-                return true;
-            }
-            match diag_one(diag, b.ino, cookie) {
-                Some(now) => {
-                    if let Some(now) = now {
-                        found = &now == at;
-                        b.at = Some(now);
-                    }
-                    true
-                }
-                // The socket is closed: its cookie will not come back.
-                None => false,
-            }
-        });
-        found
-    }
-
     fn refuse(&mut self, pid: libc::pid_t, at: &At) -> Errno {
         let target = match at {
             At::Abstract(name) => format!("@{}", String::from_utf8_lossy(name)),
             At::File { .. } => String::new(),
         };
         self.note_refusal(pid, target);
-        Errno::ECONNREFUSED
+        REFUSED
     }
 
     fn refuse_path(&mut self, pid: libc::pid_t, path: &[u8]) -> Errno {
         self.note_refusal(pid, String::from_utf8_lossy(path).into_owned());
-        Errno::ECONNREFUSED
+        REFUSED
     }
 
     fn note_refusal(&mut self, pid: libc::pid_t, target: String) {

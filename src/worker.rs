@@ -6,7 +6,8 @@
 //! the gate for their keys before the exec. No allocation, no
 //! formatting, no panics, and only `sys`'s raw system calls
 //! (supervise/mod.rs says why). Calls made: rt_sigprocmask, setpgid, prctl
-//! (no_new_privs), landlock_restrict_self (capability-free way only),
+//! (no_new_privs), landlock_restrict_self (the capability-free way, and
+//! the socket policy where the kernel holds it),
 //! seccomp (the unix filter: the run's listener program, or today's
 //! programs: the own-sockets policy's with a listener, or the one
 //! refusing every AF_UNIX socket, then for an observed run the observe
@@ -50,7 +51,13 @@ pub fn run(
     }
     // Before the filters: they would not refuse it, but nothing should come
     // between the domain and the exec that a filter could change.
-    if let Way::CapabilityFree { ruleset } = plan.way {
+    // The capability-free way's domain (which holds the socket policy
+    // too, where the kernel does), or the socket policy's alone.
+    let domain = match plan.way {
+        Way::CapabilityFree { ruleset } => Some(ruleset),
+        Way::Namespaces { sockets, .. } => sockets,
+    };
+    if let Some(ruleset) = domain {
         if let Err(e) = sys::landlock_restrict_self(ruleset) {
             chan.fail(Step::Landlock, e);
         }

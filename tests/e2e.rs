@@ -170,7 +170,7 @@ fn capability_free_no_process_outside_can_be_signalled_ptraced_or_opened() {
             "ptrace-foreign",
             &connect,
         ]);
-        for (policy, refused) in [("own", "errno:ECONNREFUSED"), ("deny", "errno:EPERM")] {
+        for (policy, refused) in [("own", "errno:EACCES"), ("deny", "errno:EPERM")] {
             let out = common::command(
                 place,
                 user,

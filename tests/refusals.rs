@@ -352,7 +352,7 @@ fn a_connect_the_socket_policy_refused_is_named() {
             probe_results(&stdout(&o))
                 .get("connect-path")
                 .map(String::as_str),
-            Some("errno:ECONNREFUSED"),
+            Some("errno:EACCES"),
             "{what}"
         );
         let lines = refusal_lines(&o);

@@ -510,7 +510,7 @@ fn apparmor_unpriv_bwrap_runs_the_command_capability_free() {
             // Landlock scope refuses it (the namespace way leaves
             // inherited descriptors alone, as THREATS.md says).
             for (name, want) in [
-                ("abstract", "errno:ECONNREFUSED"),
+                ("abstract", "errno:EACCES"),
                 ("abstract-deny", if profile { "errno:EPERM" } else { "ok" }),
             ] {
                 let got = probe_results(&case(name).stdout);
@@ -1125,7 +1125,7 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
     assert_eq!(nodiag.status, 0, "nodiag: {}", nodiag.all());
     assert_eq!(
         got.get("own-unix").map(String::as_str),
-        Some("errno:ECONNREFUSED"),
+        Some("errno:EACCES"),
         "nodiag: {}",
         nodiag.all()
     );
@@ -1169,7 +1169,7 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             }
 
             for (name, want) in [
-                ("connect", ["errno:ECONNREFUSED", "ok", "ok"]),
+                ("connect", ["errno:EACCES", "ok", "ok"]),
                 // Upstream's policy on the namespace way leaves the
                 // inherited socket alone (Linux 6.1: no Landlock scope).
                 ("connect-deny", ["ok", "errno:EPERM", "ok"]),
@@ -1344,6 +1344,191 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                     .and_then(|n| n.parse().ok())
                     .unwrap_or(0);
                 assert!(einval > 0, "{what}: the naive entry never raced: {naive}");
+            }
+        }
+    }
+}
+
+/// The own-sockets policy held by the kernel (issue 55): on Debian
+/// unstable's kernel (Linux 7.1 or later: Landlock ABI 9,
+/// `LANDLOCK_ACCESS_FS_RESOLVE_UNIX`), as root and as uid 65534, directly
+/// and under srt's bubblewrap line, both ways in. Host servers run
+/// outside (a stream and a datagram socket in a root-owned folder, a
+/// link and a hard link to the stream one in a world-writable one). The
+/// command's own stream sockets (abstract and pathname, from a child it
+/// forked, whose credentials the server sees), its datagram server and a
+/// datagram socketpair work; the host's stream socket, its datagram
+/// socket by address, and both links are refused with `EACCES`; a named
+/// host socket is reached and no other; a command that restricts itself
+/// with Landlock keeps its fence (`EPERM` for an abstract connect out of
+/// its domain, `EACCES` for TCP); `APPLY_SECCOMP_UNIX=deny` refuses every
+/// `AF_UNIX` socket. No connect goes to the stub: its `SRT_DEBUG` line
+/// says the kernel holds the policy.
+#[test]
+fn the_kernel_holds_the_socket_policy_where_landlock_can() {
+    let mut s = Script::new();
+    s.line(
+        "mkdir -p /tmp/host /tmp/w; chmod 755 /tmp/host; chmod 1777 /tmp/w\n\
+         for n in host other; do /opt/probe serve-stream /tmp/host/$n.sock >/dev/null & done\n\
+         /opt/probe serve-dgram /tmp/host/hostd.sock >/dev/null &\n\
+         while [ ! -S /tmp/host/other.sock ] || [ ! -S /tmp/host/hostd.sock ]; do sleep 0.1; done\n\
+         ln -s /tmp/host/host.sock /tmp/w/link; ln /tmp/host/host.sock /tmp/w/hard",
+    );
+    let checks: Vec<String> = [
+        "own-unix",
+        "own-tcp",
+        "own-path:/tmp/w",
+        "own-dgram:/tmp/w",
+        "dgram-pair",
+        "dgram-to:/tmp/host/hostd.sock",
+        "connect-path:/tmp/host/host.sock",
+        "connect-path:/tmp/w/link",
+        "connect-path:/tmp/w/hard",
+        "fence",
+    ]
+    .map(String::from)
+    .to_vec();
+    let ways: [(&str, &[&str]); 2] = [("ns", &[]), ("capfree", &["--way-in=capability-free"])];
+    for who in GUESTS {
+        for (way, way_args) in ways {
+            let mut direct = vec![HELPER.to_string()];
+            direct.extend(way_args.iter().map(|a| a.to_string()));
+            direct.push(PROBE.into());
+            direct.extend(checks.iter().cloned());
+            let mut line = vec![HELPER];
+            line.extend(way_args.iter());
+            line.push(PROBE);
+            let checks_str: Vec<&str> = checks.iter().map(String::as_str).collect();
+            line.extend(&checks_str);
+            // srt's options, the writable folder, then the helper.
+            let mut bwrapped = bwrap(who, &line);
+            let at = bwrapped.iter().position(|w| w == "--").unwrap();
+            bwrapped.splice(at..at, ["--bind", "/tmp/w", "/tmp/w"].map(String::from));
+            let env = [("SRT_DEBUG", "1")];
+            s.case(&format!("{who:?}-{way}-direct"), who, &env, &direct);
+            s.case(&format!("{who:?}-{way}-bwrap"), who, &env, &bwrapped);
+            // A named host socket, under srt's line (its / read-only).
+            let named = [
+                ("APPLY_SECCOMP_ALLOW_UNIX", "/tmp/host/host.sock"),
+                ("SRT_DEBUG", "1"),
+            ];
+            let mut argv = vec![HELPER];
+            argv.extend(way_args.iter());
+            argv.extend([
+                PROBE,
+                "connect-path:/tmp/host/host.sock",
+                "connect-path:/tmp/host/other.sock",
+            ]);
+            s.case(
+                &format!("{who:?}-{way}-named"),
+                who,
+                &named,
+                &bwrap(who, &argv),
+            );
+            let mut argv = vec![HELPER];
+            argv.extend(way_args.iter());
+            argv.extend([PROBE, "own-path:/tmp/w", "dgram-pair", "own-unix"]);
+            s.case(
+                &format!("{who:?}-{way}-deny"),
+                who,
+                &[("APPLY_SECCOMP_UNIX", "deny")],
+                &argv.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+            );
+        }
+    }
+    // The doctor says who holds the policy, and its runs see datagram
+    // sockets made.
+    s.case(
+        "doctor",
+        Guest::Nobody,
+        &[],
+        &[HELPER.to_string(), "--doctor".into(), "--json".into()],
+    );
+    s.line("run kernel uname -r");
+    let Some(cases) = boot("sid", "landlock,lockdown,yama,apparmor,bpf", &s, "sid") else {
+        return;
+    };
+    let kernel = get(&cases, "kernel").stdout.trim().to_string();
+    let (_, status, found, _) = doctor_check(get(&cases, "doctor"), "unix sockets");
+    assert_eq!(status, "ok", "{kernel} doctor: {found}");
+    assert!(
+        found.contains("held by the kernel (Landlock ABI 9)"),
+        "{kernel} doctor: {found}"
+    );
+    for run in ["helper run", "bubblewrap run"] {
+        let (_, status, found, _) = doctor_check(get(&cases, "doctor"), run);
+        assert_eq!(status, "ok", "{kernel} doctor {run}: {found}");
+        assert!(
+            found.contains("datagram ones too"),
+            "{kernel} doctor {run}: {found}"
+        );
+    }
+    let want = [
+        ("own-unix", "ok"),
+        ("own-tcp", "ok"),
+        ("own-path", "ok"),
+        ("own-path-peer", "ok"),
+        ("own-dgram", "ok"),
+        ("dgram-pair", "ok"),
+        ("dgram-to", "errno:EACCES"),
+        ("fence-abstract", "errno:EPERM"),
+        ("fence-tcp", "errno:EACCES"),
+    ];
+    for who in GUESTS {
+        for (way, _) in ways {
+            for place in ["direct", "bwrap"] {
+                let name = format!("{who:?}-{way}-{place}");
+                let ran = get(&cases, &name);
+                let ctx = format!("{kernel} {name}: {}", ran.all());
+                assert_eq!(ran.status, 0, "{ctx}");
+                let got = probe_results(&ran.stdout);
+                for (check, result) in want {
+                    assert_eq!(
+                        got.get(check).map(String::as_str),
+                        Some(result),
+                        "{check}: {ctx}"
+                    );
+                }
+                let refused: Vec<&str> = ran
+                    .stdout
+                    .lines()
+                    .filter(|l| l.starts_with("connect-path="))
+                    .collect();
+                assert_eq!(refused, ["connect-path=errno:EACCES"; 3], "{ctx}");
+                assert!(
+                    ran.stderr
+                        .contains("unix sockets: own, held by the kernel (Landlock ABI"),
+                    "{ctx}"
+                );
+            }
+            let name = format!("{who:?}-{way}-named");
+            let ran = get(&cases, &name);
+            let ctx = format!("{kernel} {name}: {}", ran.all());
+            let lines: Vec<&str> = ran
+                .stdout
+                .lines()
+                .filter(|l| l.starts_with("connect-path="))
+                .collect();
+            assert_eq!(
+                lines,
+                ["connect-path=ok", "connect-path=errno:EACCES"],
+                "{ctx}"
+            );
+            assert!(
+                ran.stderr
+                    .contains("or one named: /tmp/host/host.sock (a socket)"),
+                "{ctx}"
+            );
+            let name = format!("{who:?}-{way}-deny");
+            let ran = get(&cases, &name);
+            let got = probe_results(&ran.stdout);
+            for check in ["own-path", "dgram-pair", "own-unix"] {
+                assert_eq!(
+                    got.get(check).map(String::as_str),
+                    Some("errno:EPERM"),
+                    "{check}: {kernel} {name}: {}",
+                    ran.all()
+                );
             }
         }
     }

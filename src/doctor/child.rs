@@ -39,7 +39,7 @@ pub fn entry_report() -> String {
             ),
             EntryPath::CapabilityFree { refusal, .. } => {
                 let why = refusal.map(|r| r.hint()).unwrap_or_default();
-                match capfree::ruleset() {
+                match capfree::ruleset(false) {
                     Ok(_) => (
                         "capability-free",
                         format!(

@@ -98,6 +98,13 @@ pub(super) fn judge_probe(out: &str, inherited: u32) -> Result<(WayTaken, String
             "EPERM (APPLY_SECCOMP_UNIX=deny)",
             "socket(AF_UNIX) refused (EPERM, APPLY_SECCOMP_UNIX=deny)",
         )
+    } else if crate::sys::landlock_abi().is_ok_and(crate::cause::holds_unix_sockets) {
+        (
+            unix == "allowed" && dgram == "allowed",
+            "stream and datagram allowed (the own-sockets policy, held by the kernel)",
+            "its own AF_UNIX sockets allowed, datagram ones too (the kernel holds the policy: \
+             Landlock ABI 9)",
+        )
     } else {
         (
             unix == "allowed" && dgram == "EPERM",

@@ -23,15 +23,22 @@ pub fn check(binary: &Path) -> Check {
         .filter(|p| !p.is_empty())
         .map(String::from)
         .collect();
+    let kernel = crate::sys::landlock_abi().is_ok_and(crate::cause::holds_unix_sockets);
     let policy = if deny {
         "APPLY_SECCOMP_UNIX=deny: every AF_UNIX socket refused (upstream's policy)"
+    } else if kernel {
+        "the own-sockets policy, held by the kernel (Landlock ABI 9): a command's own AF_UNIX \
+         sockets of every type work, a connect or an addressed send reaches only a socket made \
+         in its run (EACCES otherwise)"
     } else {
-        "the own-sockets policy: a command's own AF_UNIX stream sockets work, a connect reaches \
-         only a socket its run bound"
+        "the own-sockets policy, decided by the helper's outer process (this kernel has no \
+         Landlock ABI 9, Linux 7.1): a command's own AF_UNIX stream sockets work, datagram ones \
+         are refused, a connect reaches only a socket its run bound (EACCES otherwise)"
     };
-    // Every connect is decided with sock_diag: without its Unix part the
-    // policy refuses them all (fail closed), which the user should hear.
-    if !deny && crate::unix_diag::open_unix_diag().is_none() {
+    // Where the stub decides, every connect is decided with sock_diag:
+    // without its Unix part the policy refuses them all (fail closed),
+    // which the user should hear.
+    if !deny && !kernel && crate::unix_diag::open_unix_diag().is_none() {
         return Check::warn(
             NAME,
             format!("{policy}; but {}", crate::unix_diag::DIAG_MISSING),

@@ -14,7 +14,8 @@ use super::{Arch, Rule, Set, rules};
 /// filter beside it is [`Set::Clone3`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reported {
-    /// `Unix`, `UnixCapabilityFree`, `UnixOwn` or `UnixOwnCapabilityFree`.
+    /// `Unix`, `UnixCapabilityFree`, `UnixOwn`, `UnixOwnCapabilityFree`,
+    /// `UnixKernel` or `UnixKernelCapabilityFree`.
     pub unix: Set,
     pub observe: bool,
     /// `SRT_ALLOW_NESTED_USERNS=1`: no namespaces rules.
@@ -29,6 +30,8 @@ impl Reported {
             Set::UnixCapabilityFree,
             Set::UnixOwn,
             Set::UnixOwnCapabilityFree,
+            Set::UnixKernel,
+            Set::UnixKernelCapabilityFree,
         ] {
             for observe in [false, true] {
                 for nested in [false, true] {

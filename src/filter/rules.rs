@@ -72,10 +72,20 @@ pub enum Set {
     /// [`Reported`] program holds its rules): `clone3`'s ENOSYS alone,
     /// which is a fallback signal, not a refusal.
     Clone3,
+    /// The unix filter of the own-sockets policy where the kernel holds it
+    /// (Landlock ABI 9: `LANDLOCK_ACCESS_FS_RESOLVE_UNIX` and the abstract
+    /// scope, sockets/kernel.rs): `AF_UNIX` sockets of every type and
+    /// datagram socketpairs allowed, nothing notified (a connect or an
+    /// addressed send reaches only a socket of the run's domain, or one a
+    /// rule names); vsock, io_uring and terminal typing refused as in
+    /// `Unix`.
+    UnixKernel,
+    /// `UnixCapabilityFree` with `UnixKernel`'s socket rules.
+    UnixKernelCapabilityFree,
 }
 
 impl Set {
-    pub const ALL: [Set; 10] = [
+    pub const ALL: [Set; 12] = [
         Set::Unix,
         Set::Namespaces,
         Set::UnixCapabilityFree,
@@ -86,6 +96,8 @@ impl Set {
         Set::UnixOwnObserve,
         Set::UnixOwnCapabilityFreeObserve,
         Set::Clone3,
+        Set::UnixKernel,
+        Set::UnixKernelCapabilityFree,
     ];
 
     /// Some calls are answered with SECCOMP_RET_USER_NOTIF: installed
@@ -93,7 +105,13 @@ impl Set {
     pub fn notifies(self) -> bool {
         !matches!(
             self,
-            Set::Unix | Set::Namespaces | Set::UnixCapabilityFree | Set::Stub | Set::Clone3
+            Set::Unix
+                | Set::Namespaces
+                | Set::UnixCapabilityFree
+                | Set::Stub
+                | Set::Clone3
+                | Set::UnixKernel
+                | Set::UnixKernelCapabilityFree
         )
     }
 
@@ -109,6 +127,8 @@ impl Set {
             Set::UnixOwnObserve => "unix-own-observe",
             Set::UnixOwnCapabilityFreeObserve => "unix-own-capability-free-observe",
             Set::Clone3 => "clone3",
+            Set::UnixKernel => "unix-kernel",
+            Set::UnixKernelCapabilityFree => "unix-kernel-capability-free",
         }
     }
 
@@ -358,6 +378,20 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
                 pairs: &[(0, &[AF_UNIX]), (1, UNIX_OWN_TYPES)],
             });
             all.extend([notified(n.connect), notified(n.bind)]);
+            all
+        }
+        Set::UnixKernel | Set::UnixKernelCapabilityFree => {
+            let base = if set == Set::UnixKernel {
+                Set::Unix
+            } else {
+                Set::UnixCapabilityFree
+            };
+            let mut all = rules(arch, base);
+            // vsock only: Landlock decides where an AF_UNIX socket reaches,
+            // a datagram pair's addressed sends included.
+            all.retain(|r| r.nr != n.socketpair);
+            let socket = all.iter_mut().find(|r| r.nr == n.socket).expect("in Unix");
+            *socket = when_one_of(n.socket, 0, &[AF_VSOCK]);
             all
         }
         Set::UnixOwnObserve | Set::UnixOwnCapabilityFreeObserve => {

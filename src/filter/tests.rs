@@ -459,24 +459,35 @@ fn embedded_programs_validate() {
     ] {
         assert!(super::Program::new(bytes).is_ok());
     }
-    let f = super::filters(false, true, true).expect("valid");
+    use super::Sockets::{Deny, Kernel, Mediated};
+    let f = super::filters(false, Mediated, true).expect("valid");
     assert!(f.own.is_some());
     assert!(f.reporting.is_some_and(|r| r.namespaces.is_some()));
     assert!(
-        super::filters(false, false, true)
+        super::filters(false, Deny, true)
             .expect("valid")
             .own
             .is_none()
     );
+    // The kernel holds the policy: no own programs, the kernel's unix
+    // filter (AF_UNIX allowed) in place of the one refusing it.
+    let k = super::filters(false, Kernel, true).expect("valid");
+    assert!(k.own.is_none());
+    assert_ne!(k.unix.bytes(), f.unix.bytes());
+    assert_eq!(
+        k.stub.bytes(),
+        f.stub.bytes(),
+        "the stub refuses AF_UNIX for itself"
+    );
     assert!(
-        super::filters(false, true, false)
+        super::filters(false, Mediated, false)
             .expect("valid")
             .reporting
             .is_none()
     );
     assert!(f.namespaces.is_some());
     assert_ne!(f.stub.bytes(), f.unix.bytes(), "the stub's: both rule sets");
-    let nested = super::filters(true, true, true).expect("valid");
+    let nested = super::filters(true, Mediated, true).expect("valid");
     assert!(nested.namespaces.is_none());
     assert!(nested.reporting.is_some_and(|r| r.namespaces.is_none()));
     assert_eq!(

@@ -3,7 +3,7 @@
 //! found then, sock_diag at its first use, and the `SRT_DEBUG` line.
 
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use nix::errno::Errno;
@@ -55,7 +55,7 @@ impl Sockets {
                 "; {} bind(s) not noted: {} bound sockets were open at once (connects to those \
                  refused)",
                 self.unnoted,
-                super::BOUND_MAX
+                super::bound::BOUND_MAX
             ));
         }
         for r in &self.refusals {
@@ -88,28 +88,17 @@ impl Sockets {
         .map(sys::owned)
         .map_err(|e| format!("/proc: {}", e.desc()))?;
         let (connect_nr, bind_nr) = rules::connect_bind(filter::ARCH);
-        let mut allowed_named = Vec::new();
-        let mut named_notes = Vec::new();
-        for path in named {
-            match std::fs::metadata(path) {
-                Ok(m) if m.file_type().is_socket() => {
-                    named_notes.push(format!("{} (a socket)", path.display()));
-                    allowed_named.push(Named {
-                        path: path.clone(),
-                        dev: m.dev(),
-                        ino: m.ino(),
-                    });
-                }
-                Ok(_) => {
-                    named_notes.push(format!("{} (not a socket: not allowed)", path.display()))
-                }
-                Err(e) => named_notes.push(format!(
-                    "{} ({}: not allowed)",
-                    path.display(),
-                    crate::error::strerror(&e)
-                )),
-            }
-        }
+        // Each named path as found now, never one a command could have
+        // swapped (named.rs).
+        let (found, named_notes) = super::named::resolve(named);
+        let allowed_named = found
+            .into_iter()
+            .map(|f| Named {
+                path: f.path,
+                dev: f.dev,
+                ino: f.ino,
+            })
+            .collect();
         Ok(Sockets {
             named: allowed_named,
             named_notes,
@@ -121,7 +110,7 @@ impl Sockets {
             connect_nr: connect_nr as i32,
             bind_nr: bind_nr as i32,
             bound: std::collections::BTreeMap::new(),
-            bound_room: super::BOUND_FLOOR,
+            bound_room: super::bound::BOUND_FLOOR,
             unnoted: 0,
             pending: Vec::new(),
             allowed: 0,

@@ -29,15 +29,21 @@ pub(super) fn listening(
     plan: &mut Plan,
     observer: &mut Option<&mut Observer>,
     named: &[std::path::PathBuf],
+    kernel_note: Option<String>,
 ) -> Listening {
     // The own-sockets policy's handles, before init mounts its /proc.
     // Without them the worker gets the filter that refuses every AF_UNIX
-    // socket (never less than asked).
-    let (sockets, unix_note) = Sockets::start(plan.filters.own.is_some(), named);
+    // socket (never less than asked). Where the kernel holds the policy
+    // (its domain made already: main.rs), the stub has no part in it.
+    let (sockets, unix_note) = match (plan.filters.sockets, kernel_note) {
+        (crate::filter::Sockets::Kernel, Some(note)) => (None, note),
+        _ => Sockets::start(plan.filters.own.is_some(), named),
+    };
     if sockets.is_none() {
         // The reported programs were made for the policy: today's, then.
         if plan.filters.own.take().is_some() {
             plan.filters.reporting = None;
+            plan.filters.sockets = crate::filter::Sockets::Deny;
         }
     }
     // Refused calls counted (report.rs); without the handle, today's
@@ -45,7 +51,7 @@ pub(super) fn listening(
     let refusals = plan.filters.reporting.and_then(|_| {
         let capfree = matches!(plan.way, Way::CapabilityFree { .. });
         let reported = crate::report::reported(
-            plan.filters.own.is_some(),
+            plan.filters.sockets,
             capfree,
             plan.observed,
             plan.filters.namespaces.is_none(),

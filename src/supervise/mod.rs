@@ -165,7 +165,7 @@ pub fn run(
     plan: Plan,
     mut observer: Option<&mut Observer>,
     pid1: Pid1,
-    (debug, named): (bool, &[std::path::PathBuf]),
+    (debug, named, kernel_note): (bool, &[std::path::PathBuf], Option<String>),
 ) -> Result<Outcome, Error> {
     let set = signal_set();
     // An inherited SIG_IGN for SIGCHLD would make the kernel reap for us.
@@ -186,7 +186,7 @@ pub fn run(
         mut unix_note,
         mut refusals,
         wanted,
-    } = listening(&mut plan, &mut observer, named);
+    } = listening(&mut plan, &mut observer, named, kernel_note);
     let mut observe_errors = Vec::new();
     // The stub stays outside the command's PID namespace but shares its
     // user namespace (and, for a root caller, its capabilities there). Where
@@ -245,7 +245,7 @@ pub fn run(
         cpus: None,
     };
     let child = match plan.way {
-        Way::Namespaces { limit_userns } => {
+        Way::Namespaces { limit_userns, .. } => {
             // init's stack, its for the life of this process
             // (sys::spawn_sharing_files).
             let init_stack =

@@ -336,6 +336,160 @@ static void own_connect(const char *name, int tcp) {
   close(l);
 }
 
+/* The own-sockets policy where the kernel holds it (issue 55). */
+
+/* A socket of `type` bound at DIR/NAME-PID (mode 0777), or -1. */
+static int bound_at(const char *dir, const char *name, int type, struct sockaddr_un *sun, socklen_t *len) {
+  memset(sun, 0, sizeof *sun);
+  sun->sun_family = AF_UNIX;
+  snprintf(sun->sun_path, sizeof sun->sun_path, "%s/%s-%d", dir, name, (int)getpid());
+  unlink(sun->sun_path);
+  *len = (socklen_t)sizeof *sun;
+  int s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+  if (s < 0 || bind(s, (struct sockaddr *)sun, *len) || (type != SOCK_DGRAM && listen(s, 4)))
+    return -1;
+  chmod(sun->sun_path, 0777);
+  return s;
+}
+
+/* A stream server of the command's own at a path in DIR: a child it
+ * forked connects; own-path=ok when a byte goes through, and
+ * own-path-peer=ok when SO_PEERCRED names the child (not the stub). */
+static void own_path(const char *dir) {
+  struct sockaddr_un sun;
+  socklen_t len;
+  int l = bound_at(dir, "own", SOCK_STREAM, &sun, &len);
+  if (l < 0) {
+    result("own-path", -1, errno);
+    return;
+  }
+  fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    char b = 'x';
+    _exit(c >= 0 && connect(c, (struct sockaddr *)&sun, len) == 0 && write(c, &b, 1) == 1 ? 0 : errno);
+  }
+  struct pollfd pfd = {.fd = l, .events = POLLIN};
+  int d = poll(&pfd, 1, 10000) == 1 ? accept4(l, NULL, NULL, SOCK_CLOEXEC) : -1;
+  struct ucred cred = {0};
+  socklen_t clen = sizeof cred;
+  char b;
+  int got = d >= 0 && read(d, &b, 1) == 1 && !getsockopt(d, SOL_SOCKET, SO_PEERCRED, &cred, &clen);
+  int st = 0;
+  waitpid(child, &st, 0);
+  int err = WIFEXITED(st) ? WEXITSTATUS(st) : EINTR;
+  result("own-path", got && err == 0 ? 0 : -1, err ? err : errno);
+  if (got && cred.pid != child)
+    printf("own-path-peer=pid:%d\n", (int)cred.pid);
+  else
+    result("own-path-peer", got ? 0 : -1, ENOTCONN);
+  if (d >= 0) close(d);
+  close(l);
+  unlink(sun.sun_path);
+}
+
+/* A datagram server of the command's own at a path in DIR, and an
+ * unbound datagram socket sending to it by address. */
+static void own_dgram(const char *dir) {
+  struct sockaddr_un sun;
+  socklen_t len;
+  int srv = bound_at(dir, "dgram", SOCK_DGRAM, &sun, &len);
+  if (srv < 0) {
+    result("own-dgram", -1, errno);
+    return;
+  }
+  int c = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  char b = 'x';
+  long r = c < 0 ? -1 : sendto(c, &b, 1, 0, (struct sockaddr *)&sun, len);
+  int err = errno;
+  struct pollfd pfd = {.fd = srv, .events = POLLIN};
+  if (r == 1 && (poll(&pfd, 1, 5000) != 1 || recv(srv, &b, 1, 0) != 1))
+    r = -1, err = errno;
+  result("own-dgram", r == 1 ? 0 : -1, err);
+  if (c >= 0) close(c);
+  close(srv);
+  unlink(sun.sun_path);
+}
+
+/* A datagram socket sending one byte to PATH by address. */
+static void dgram_to(const char *path) {
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  strncpy(sun.sun_path, path, sizeof sun.sun_path - 1);
+  int c = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  char b = 'x';
+  long r = c < 0 ? -1 : sendto(c, &b, 1, 0, (struct sockaddr *)&sun, sizeof sun);
+  result("dgram-to", r == 1 ? 0 : -1, errno);
+  if (c >= 0) close(c);
+}
+
+/* A datagram socketpair: a byte each way. */
+static void dgram_pair(void) {
+  int sv[2];
+  char b = 'x';
+  long r = socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv);
+  int err = errno;
+  if (r == 0) {
+    if (send(sv[0], &b, 1, 0) != 1 || recv(sv[1], &b, 1, 0) != 1 || send(sv[1], &b, 1, 0) != 1 ||
+        recv(sv[0], &b, 1, 0) != 1)
+      r = -1, err = errno;
+    close(sv[0]);
+    close(sv[1]);
+  }
+  result("dgram-pair", r, err);
+}
+
+/* struct landlock_ruleset_attr as of ABI 6 (the build host's headers may
+ * be older). */
+struct ll_ruleset {
+  uint64_t handled_access_fs, handled_access_net, scoped;
+};
+#define LL_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+
+/* The command's own Landlock fence: a child restricts itself (abstract
+ * Unix sockets scoped; TCP connects handled with no port allowed), then
+ * connects to the parent's abstract listener and to its TCP listener,
+ * both outside its new domain. Each must fail as the kernel fails it
+ * outside this helper: fence-abstract=errno:EPERM, fence-tcp=errno:EACCES. */
+static void fence(void) {
+  int la = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  int n = snprintf(sun.sun_path + 1, sizeof sun.sun_path - 1, "fence-%d", (int)getpid());
+  socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+  int lt = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t ilen = sizeof in;
+  if (la < 0 || bind(la, (struct sockaddr *)&sun, alen) || listen(la, 4) || lt < 0 ||
+      bind(lt, (struct sockaddr *)&in, ilen) || listen(lt, 4) ||
+      getsockname(lt, (struct sockaddr *)&in, &ilen)) {
+    result("fence", -1, errno);
+    return;
+  }
+  fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    struct ll_ruleset attr = {.handled_access_net = LL_ACCESS_NET_CONNECT_TCP,
+                              .scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET};
+    int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+    if (rs < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_landlock_restrict_self, rs, 0)) {
+      result("fence", -1, errno);
+      _exit(1);
+    }
+    int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    long r = connect(c, (struct sockaddr *)&sun, alen);
+    result("fence-abstract", r, errno);
+    int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    r = connect(t, (struct sockaddr *)&in, ilen);
+    result("fence-tcp", r, errno);
+    fflush(stdout);
+    _exit(0);
+  }
+  waitpid(child, NULL, 0);
+  close(la);
+  close(lt);
+}
+
 /* THREATS row 24: calls that act on another process by PID, group or
  * user without a ptrace-mode check. Each is a no-op on its target where
  * it works (the target's own values written back, nice 19 on a sleeping
@@ -546,6 +700,35 @@ static int wrapper(int argc, char **argv) {
     unobserved_writes(argv[2]);
     return 0;
   }
+  /* A server outside every sandbox: serve-stream PATH (accepts forever,
+   * writes "o" to each) or serve-dgram PATH (reads forever); the socket
+   * file mode 0777; prints "serving" once listening. */
+  if (argc > 2 && (!strcmp(argv[1], "serve-stream") || !strcmp(argv[1], "serve-dgram"))) {
+    int dgram = !strcmp(argv[1], "serve-dgram");
+    /* A client that closes first must not end the server. */
+    signal(SIGPIPE, SIG_IGN);
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    strncpy(sun.sun_path, argv[2], sizeof sun.sun_path - 1);
+    unlink(sun.sun_path);
+    int l = socket(AF_UNIX, dgram ? SOCK_DGRAM : SOCK_STREAM, 0);
+    if (l < 0 || bind(l, (struct sockaddr *)&sun, sizeof sun) || (!dgram && listen(l, 16)))
+      return perror("serve"), 125;
+    chmod(sun.sun_path, 0777);
+    printf("serving\n");
+    fflush(stdout);
+    char b[64];
+    for (;;) {
+      if (dgram) {
+        (void)!recv(l, b, sizeof b, 0);
+      } else {
+        int c = accept(l, NULL, NULL);
+        if (c >= 0) {
+          (void)!write(c, "o", 1);
+          close(c);
+        }
+      }
+    }
+  }
   if (argc > 3 && !strcmp(argv[1], "observe-collect"))
     return observe_collect(argv[2], argv + 3);
   if (argc > 3 && !strcmp(argv[1], "bench"))
@@ -644,6 +827,11 @@ int main(int argc, char **argv) {
       execv(c + 5, argv + i);
       result("exec", -1, errno);
     }
+    else if (!strncmp(c, "own-path:", 9)) own_path(c + 9);
+    else if (!strncmp(c, "own-dgram:", 10)) own_dgram(c + 10);
+    else if (!strncmp(c, "dgram-to:", 9)) dgram_to(c + 9);
+    else if (!strcmp(c, "dgram-pair")) dgram_pair();
+    else if (!strcmp(c, "fence")) fence();
     else if (!strcmp(c, "own-unix")) own_connect(c, 0);
     else if (!strcmp(c, "own-tcp")) own_connect(c, 1);
     else if (!strncmp(c, "outside:", 8)) outside_calls("outside", (pid_t)atoi(c + 8));

@@ -133,3 +133,58 @@ fn connect_and_bind_go_to_the_stub() {
         }
     }
 }
+
+/// Where the kernel holds the policy (issue 55, `unix-kernel`): every
+/// `AF_UNIX` socket type and pair is made (Landlock decides where each
+/// reaches), nothing goes to the stub, and the rest of the unix table
+/// holds: vsock, io_uring, terminal typing.
+#[test]
+fn the_kernels_programs_let_every_unix_socket_be_made_and_notify_nothing() {
+    for (abi, connect, bind, sendto) in [(&X86_64, 42, 49, 44), (&AARCH64, 203, 200, 206)] {
+        for variant in ["unix-kernel", "unix-kernel-capability-free"] {
+            let prog = own(&format!("{}-{variant}", abi.name));
+            let answer = |nr: i32, args: [u64; 6]| {
+                run(&prog, &data(abi.arch, nr, args)).map(outcome).unwrap()
+            };
+            for flags in [0, SOCK_NONBLOCK, SOCK_CLOEXEC] {
+                for kind in [SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_RAW] {
+                    let what = format!("{} {variant} type {kind}", abi.name);
+                    assert_eq!(
+                        answer(abi.socket, [AF_UNIX, kind | flags, 0, 0, 0, 0]),
+                        Allow,
+                        "{what}"
+                    );
+                    assert_eq!(
+                        answer(abi.socketpair, [AF_UNIX, kind | flags, 0, 0, 0, 0]),
+                        Allow,
+                        "{what}"
+                    );
+                    assert_eq!(
+                        answer(abi.socket, [AF_VSOCK, kind | flags, 0, 0, 0, 0]),
+                        EPERM,
+                        "{what}"
+                    );
+                }
+            }
+            for nr in [connect, bind, sendto] {
+                assert_eq!(
+                    answer(nr, [3, 0, 110, 0, 0, 0]),
+                    Allow,
+                    "{} {variant} {nr}",
+                    abi.name
+                );
+            }
+            assert_eq!(answer(425, [0; 6]), EPERM, "{} io_uring_setup", abi.name);
+            assert_eq!(
+                answer(abi.ioctl, [0, 0x5412, 0, 0, 0, 0]),
+                EPERM,
+                "{} TIOCSTI",
+                abi.name
+            );
+            assert_eq!(
+                answer(abi.socket, [AF_UNIX, SOCK_STREAM, 0, 0, 0, 0]),
+                Allow
+            );
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The own-sockets policy where the kernel holds it (issue 55): Landlock
+//! ABI 9 (Linux 7.1) refuses the lookup of a pathname Unix socket, at
+//! `connect` and at an addressed `sendmsg`, unless the socket was made in
+//! the same Landlock domain or a rule allows its path
+//! (`LANDLOCK_ACCESS_FS_RESOLVE_UNIX`); ABI 6's scope does the same for
+//! abstract names (`LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET`). Both are
+//! decided on the socket itself, in the caller's own domain, so:
+//!
+//! - no connect or bind goes to the stub (the filter notifies neither:
+//!   rules.rs, `Set::UnixKernel`), and every `AF_UNIX` socket type
+//!   works, datagram sockets and socketpairs included (an addressed send
+//!   is checked like a connect);
+//! - a command's own Landlock domain, and the other LSMs' connect checks,
+//!   apply to its connects as without this helper; a peer sees the
+//!   command's credentials (`SO_PEERCRED`), not the stub's;
+//! - a refusal is `EACCES`, as a socket file without write permission
+//!   gives: no tool takes it for a stale socket and removes it.
+//!
+//! The domain is made here in the stub before the worker starts (the
+//! crate's ruleset calls allocate), with the crate's best effort turned
+//! off, and joined by the worker with one raw `landlock_restrict_self`.
+//! The capability-free way has a domain already (capfree.rs): the same
+//! right and rules go into it.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+
+use landlock::{AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
+
+use super::named;
+use crate::sys;
+
+/// The right, as the kernel numbers it.
+pub const RESOLVE_UNIX: u64 = AccessFs::ResolveUnix as u64;
+
+/// Whether this kernel can hold the policy: Landlock ABI 9 or later.
+pub fn available() -> bool {
+    sys::landlock_abi().is_ok_and(crate::cause::holds_unix_sockets)
+}
+
+/// A domain for the namespace way: Unix socket resolution handled,
+/// abstract names scoped, a rule for each named socket.
+pub struct Domain {
+    /// The ruleset (close-on-exec), held by the stub for the run.
+    pub ruleset: OwnedFd,
+    /// The `SRT_DEBUG` line.
+    pub note: String,
+}
+
+/// The namespace way's domain, or why it could not be made.
+pub fn domain(named: &[PathBuf]) -> Result<Domain, String> {
+    let made = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::ResolveUnix)
+        .and_then(|r| r.scope(Scope::AbstractUnixSocket))
+        .and_then(|r| r.create());
+    let ruleset = match made.map(Option::<OwnedFd>::from) {
+        Ok(Some(ruleset)) => ruleset,
+        Ok(None) => return Err("landlock_create_ruleset: no ruleset".into()),
+        Err(e) => return Err(format!("landlock_create_ruleset: {e}")),
+    };
+    let notes = add_named(ruleset.as_raw_fd(), named)?;
+    Ok(Domain {
+        ruleset,
+        note: note(&notes),
+    })
+}
+
+/// A rule allowing each of `named` that resolves to a socket no command
+/// can swap (named.rs), added to `ruleset`; what became of each.
+pub fn add_named(ruleset: RawFd, named: &[PathBuf]) -> Result<Vec<String>, String> {
+    let (found, notes) = named::resolve(named);
+    for f in &found {
+        sys::landlock_add_path_rule(ruleset, f.file.as_raw_fd(), RESOLVE_UNIX)
+            .map_err(|e| format!("landlock_add_rule ({}): {}", f.path.display(), e.desc()))?;
+    }
+    // The rules hold the inodes; the descriptors are not needed after.
+    Ok(notes)
+}
+
+/// The `SRT_DEBUG` line of a run whose policy the kernel holds.
+pub fn note(named: &[String]) -> String {
+    format!(
+        "unix sockets: own, held by the kernel (Landlock ABI {}: every AF_UNIX socket type; a \
+         connect or an addressed send reaches only a socket made in this run{}; refused with \
+         EACCES)",
+        sys::landlock_abi().unwrap_or(0),
+        if named.is_empty() {
+            String::new()
+        } else {
+            format!(", or one named: {}", named.join(", "))
+        }
+    )
+}
