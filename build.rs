@@ -519,7 +519,13 @@ fn write(out: &std::path::Path, arch: Arch, name: &str, prog: Result<Vec<Insn>, 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     // rules.rs and the files it includes (`#[path]`).
-    for file in ["rules.rs", "numbers.rs", "observed.rs", "reported.rs"] {
+    for file in [
+        "rules.rs",
+        "numbers.rs",
+        "observed.rs",
+        "reported.rs",
+        "unix_sets.rs",
+    ] {
         println!("cargo:rerun-if-changed=src/filter/{file}");
     }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -111,8 +111,11 @@ pub struct Sockets {
     diag_missing: bool,
     connect_nr: i32,
     bind_nr: i32,
+    prctl_nr: i32,
+    /// `PR_SET_DUMPABLE 0` calls answered without being made.
+    pub kept_dumpable: u64,
     /// The sockets the run bound, by cookie (a socket's cookie is unique
-    /// and never reused), at most [`BOUND_MAX`]; closed ones forgotten at
+    /// and never reused), at most [`bound::BOUND_MAX`]; closed ones forgotten at
     /// a connect, and whenever the map reaches `bound_room`.
     bound: std::collections::BTreeMap<u64, Bound>,
     bound_room: usize,
@@ -144,6 +147,17 @@ impl Sockets {
         if nr == self.bind_nr {
             self.note_bind(listener, notif);
             return After::Bind;
+        }
+        if nr == self.prctl_nr {
+            // PR_SET_DUMPABLE 0, the only prctl the capability-free
+            // filter notifies (rules.rs): answered done, not made, so the
+            // stub can still take the process's sockets. It stays as
+            // dumpable as every process of the run (Landlock bars ptrace
+            // out of the domain, not into it; no core: gpg-agent sets
+            // RLIMIT_CORE 0 too).
+            self.kept_dumpable += 1;
+            let _ = sys::notif_answer(listener, notif.id, Ok(()));
+            return After::Done;
         }
         if nr != self.connect_nr {
             return After::NotMine;

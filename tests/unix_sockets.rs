@@ -575,3 +575,53 @@ fn binds_and_closes_without_end_cost_the_stub_nothing_more() {
         }
     }
 }
+
+/// gpg makes a key with its own agent on either way in (issue 55, item 7):
+/// gpg-agent makes itself non-dumpable, and the capability-free stub,
+/// which holds no capability, could take none of its sockets, so its
+/// binds went unnoted and gpg's connects to it were refused (`No agent
+/// running`, as uid 65534). The stub now answers that `prctl` itself.
+#[test]
+fn gpg_makes_a_key_with_its_own_agent_on_either_way() {
+    if which("gpg").is_none() || which("gpg-agent").is_none() {
+        common::skip("gpg is not installed (gnupg)");
+        return;
+    }
+    for user in common::users() {
+        for way in WAYS {
+            let what = format!("{user:?} {way:?}");
+            let dir = shared(&format!("gpg-{user:?}-{way:?}"));
+            let home = dir.join("g");
+            let out = common::command(
+                Place::Host,
+                user,
+                &[("GNUPGHOME", home.to_str().unwrap()), ("SRT_DEBUG", "1")],
+                &fixture().helper,
+                &way.args(&[
+                    "/bin/sh",
+                    "-c",
+                    "mkdir -m 700 \"$GNUPGHOME\" && gpg --batch --passphrase '' --quick-gen-key \
+                     test@example.org default default && gpgconf --kill gpg-agent",
+                ]),
+            )
+            .output()
+            .unwrap();
+            assert!(
+                out.status.success(),
+                "{what}: {}{}",
+                stdout(&out),
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains("revocation certificate stored"),
+                "{what}: {}",
+                stderr(&out)
+            );
+            assert!(
+                !stderr(&out).contains("the sandbox refused"),
+                "{what}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}

@@ -23,6 +23,7 @@ pub struct Numbers {
     pub sched_setscheduler: u32,
     pub sched_setparam: u32,
     pub sched_setattr: u32,
+    pub prctl: u32,
 }
 
 pub fn numbers(arch: Arch) -> Numbers {
@@ -46,6 +47,7 @@ pub fn numbers(arch: Arch) -> Numbers {
             sched_setscheduler: 144,
             sched_setparam: 142,
             sched_setattr: 314,
+            prctl: 157,
         },
         Arch::Aarch64 => Numbers {
             ioctl: 29,
@@ -66,6 +68,7 @@ pub fn numbers(arch: Arch) -> Numbers {
             sched_setscheduler: 119,
             sched_setparam: 118,
             sched_setattr: 274,
+            prctl: 167,
         },
     }
 }

@@ -143,6 +143,11 @@ impl Set {
     }
 }
 
+// The unix filters of the own-sockets policy: the stub's and the kernel's.
+#[path = "unix_sets.rs"]
+mod unix_sets;
+use unix_sets::{kernel_sockets, own_sockets};
+
 // The listener's program of a run that reports what it refused.
 #[path = "reported.rs"]
 mod reported;
@@ -187,11 +192,6 @@ const SOCK_TYPE_MASK: u32 = 0xf;
 const SOCK_DGRAM: u32 = 2;
 /// `AF_UNIX` turns `SOCK_RAW` into `SOCK_DGRAM` (net/unix/af_unix.c).
 const SOCK_RAW: u32 = 3;
-/// The `AF_UNIX` socket types the own-sockets policy allows, with every
-/// combination of the two flags `socket` takes in its type word
-/// (`SOCK_NONBLOCK` 0x800, `SOCK_CLOEXEC` 0x80000: the same on x86_64
-/// and aarch64); any other bit there is EINVAL in the kernel.
-const UNIX_OWN_TYPES: &[u32] = &[1, 5, 0x801, 0x805, 0x8_0001, 0x8_0005, 0x8_0801, 0x8_0805];
 pub const CLONE_NEWNS: u32 = 0x0002_0000;
 pub const CLONE_NEWUSER: u32 = 0x1000_0000;
 /// Pushes a byte into a terminal's input as if typed (CVE-2017-5226);
@@ -365,35 +365,8 @@ pub fn rules(arch: Arch, set: Set) -> Vec<Rule> {
             all.extend(rules(arch, Set::Namespaces));
             all
         }
-        Set::UnixOwn | Set::UnixOwnCapabilityFree => {
-            let base = if set == Set::UnixOwn {
-                Set::Unix
-            } else {
-                Set::UnixCapabilityFree
-            };
-            let mut all = rules(arch, base);
-            // vsock always; AF_UNIX unless a stream or seqpacket socket.
-            let socket = all.iter_mut().find(|r| r.nr == n.socket).expect("in Unix");
-            socket.all_of.push(Cond::Differs {
-                pairs: &[(0, &[AF_UNIX]), (1, UNIX_OWN_TYPES)],
-            });
-            all.extend([notified(n.connect), notified(n.bind)]);
-            all
-        }
-        Set::UnixKernel | Set::UnixKernelCapabilityFree => {
-            let base = if set == Set::UnixKernel {
-                Set::Unix
-            } else {
-                Set::UnixCapabilityFree
-            };
-            let mut all = rules(arch, base);
-            // vsock only: Landlock decides where an AF_UNIX socket reaches,
-            // a datagram pair's addressed sends included.
-            all.retain(|r| r.nr != n.socketpair);
-            let socket = all.iter_mut().find(|r| r.nr == n.socket).expect("in Unix");
-            *socket = when_one_of(n.socket, 0, &[AF_VSOCK]);
-            all
-        }
+        Set::UnixOwn | Set::UnixOwnCapabilityFree => own_sockets(arch, set),
+        Set::UnixKernel | Set::UnixKernelCapabilityFree => kernel_sockets(arch, set),
         Set::UnixOwnObserve | Set::UnixOwnCapabilityFreeObserve => {
             let base = if set == Set::UnixOwnObserve {
                 Set::UnixOwn

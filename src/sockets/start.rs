@@ -50,6 +50,13 @@ impl Sockets {
         if self.diag_missing {
             note.push_str(&format!("; {}", crate::unix_diag::DIAG_MISSING));
         }
+        if self.kept_dumpable > 0 {
+            note.push_str(&format!(
+                "; {} prctl(PR_SET_DUMPABLE, 0) answered without being made (the \
+                 capability-free stub could otherwise take none of those processes' sockets)",
+                self.kept_dumpable
+            ));
+        }
         if self.unnoted > 0 {
             note.push_str(&format!(
                 "; {} bind(s) not noted: {} bound sockets were open at once (connects to those \
@@ -109,6 +116,8 @@ impl Sockets {
             diag_missing: false,
             connect_nr: connect_nr as i32,
             bind_nr: bind_nr as i32,
+            prctl_nr: rules::numbers(filter::ARCH).prctl as i32,
+            kept_dumpable: 0,
             bound: std::collections::BTreeMap::new(),
             bound_room: super::bound::BOUND_FLOOR,
             unnoted: 0,

@@ -188,3 +188,46 @@ fn the_kernels_programs_let_every_unix_socket_be_made_and_notify_nothing() {
         }
     }
 }
+
+/// The capability-free way's own-sockets programs send
+/// `prctl(PR_SET_DUMPABLE, 0)` to the stub (which answers it done, unmade:
+/// sockets.rs), and no other `prctl`; the namespace way's do not.
+#[test]
+fn a_process_asking_not_to_be_dumpable_goes_to_the_capability_free_stub() {
+    for (abi, prctl) in [(&X86_64, 157), (&AARCH64, 167)] {
+        for (set, notified) in [
+            ("unix-own-capability-free", true),
+            ("unix-own-capability-free-observe", true),
+            ("unix-own", false),
+            ("unix-kernel-capability-free", false),
+        ] {
+            let prog = own(&format!("{}-{set}", abi.name));
+            let answer = |args: [u64; 6]| {
+                run(&prog, &data(abi.arch, prctl, args))
+                    .map(outcome)
+                    .unwrap()
+            };
+            let want = if notified { Notify } else { Allow };
+            assert_eq!(answer([4, 0, 0, 0, 0, 0]), want, "{} {set}", abi.name);
+            // Upper bits never count.
+            assert_eq!(
+                answer([4 | 1 << 32, 1 << 33, 0, 0, 0, 0]),
+                want,
+                "{} {set}",
+                abi.name
+            );
+            assert_eq!(
+                answer([4, 1, 0, 0, 0, 0]),
+                Allow,
+                "{} {set} dumpable 1",
+                abi.name
+            );
+            assert_eq!(
+                answer([15, 0, 0, 0, 0, 0]),
+                Allow,
+                "{} {set} PR_SET_NAME",
+                abi.name
+            );
+        }
+    }
+}
