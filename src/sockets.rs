@@ -233,14 +233,24 @@ impl Sockets {
         if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFSOCK {
             return Err(Errno::ECONNREFUSED);
         }
-        // sock_diag reports the low 32 bits of the inode number.
-        let at = At::File {
-            dev: (libc::major(st.st_dev), libc::minor(st.st_dev)),
-            ino: st.st_ino & u64::from(u32::MAX),
-        };
         let named = !datagram && self.is_named(&st);
-        if !named && (datagram || !self.is_ours(&at)) {
-            return Err(self.refuse_path(pid, path));
+        if !named {
+            // sock_diag reports the low 32 bits of the inode number: a
+            // socket file whose number needs more (XFS above ~2 TiB, big
+            // NFS exports) cannot be told from one of the run's whose low
+            // bits are the same, so no decision is made on it: refused
+            // (issue 55: a command bound sockets until one matched a host
+            // socket's low bits, then reached the host socket).
+            if datagram || st.st_ino > u64::from(u32::MAX) {
+                return Err(self.refuse_path(pid, path));
+            }
+            let at = At::File {
+                dev: file_system(&file, &st, self.proc_dir.as_fd(), pid),
+                ino: st.st_ino,
+            };
+            if !self.is_ours(&at) {
+                return Err(self.refuse_path(pid, path));
+            }
         }
 
         // Through /proc/self/fd of the descriptor checked: the socket file
@@ -315,6 +325,57 @@ impl Sockets {
             self.refusals.push(Refusal { who, target });
         }
     }
+}
+
+/// The file system a socket file lies on, as sock_diag names it: its
+/// superblock's device. `stat` gives the same but on btrfs, whose files
+/// show their subvolume's device: there the mount's line in the
+/// command's `mountinfo` (under the caller's `/proc`) gives the
+/// superblock's (issue 55: on btrfs every own pathname socket was
+/// refused).
+fn file_system(
+    file: &OwnedFd,
+    st: &libc::stat,
+    proc_dir: BorrowedFd<'_>,
+    pid: libc::pid_t,
+) -> (u32, u32) {
+    const BTRFS_SUPER_MAGIC: i64 = 0x9123_683e;
+    let stat_dev = (libc::major(st.st_dev), libc::minor(st.st_dev));
+    let btrfs = nix::sys::statfs::fstatfs(file)
+        .is_ok_and(|f| f.filesystem_type().0 as i64 == BTRFS_SUPER_MAGIC);
+    if !btrfs {
+        return stat_dev;
+    }
+    // Through the caller's /proc: the stub's own mount namespace shows the
+    // run's, where the stub has no entry.
+    let read = |rel: String| {
+        std::ffi::CString::new(rel)
+            .ok()
+            .and_then(|name| sys::read_file_at(proc_dir.as_raw_fd(), &name).ok())
+            .unwrap_or_default()
+    };
+    let fdinfo = read(format!(
+        "{}/fdinfo/{}",
+        std::process::id(),
+        file.as_raw_fd()
+    ));
+    let mnt_id = String::from_utf8_lossy(&fdinfo).lines().find_map(|l| {
+        l.strip_prefix("mnt_id:")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    });
+    let Some(mnt_id) = mnt_id else {
+        return stat_dev;
+    };
+    let info = read(format!("{pid}/mountinfo"));
+    String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split(' ');
+            (f.next()?.parse::<u64>().ok()? == mnt_id).then_some(())?;
+            let (major, minor) = f.nth(1)?.split_once(':')?;
+            Some((major.parse().ok()?, minor.parse().ok()?))
+        })
+        .unwrap_or(stat_dev)
 }
 
 /// One notification: a call today's programs refuse answered and counted

@@ -625,3 +625,108 @@ fn gpg_makes_a_key_with_its_own_agent_on_either_way() {
         }
     }
 }
+
+/// A file system of `kind` (`xfs`: 8 TiB sparse, so that a folder's
+/// files get inode numbers above 2^32; `btrfs`) in an image file, made
+/// for one test; `None` (a skip) without its tools or without root.
+fn file_system_image(kind: &str) -> Option<PathBuf> {
+    if !common::is_root() {
+        common::skip("not root: the XFS and btrfs images are loop-mounted");
+        return None;
+    }
+    let mkfs = format!("mkfs.{kind}");
+    for tool in [mkfs.as_str(), "losetup", "unshare", "setpriv", "python3"] {
+        if which(tool).is_none() {
+            common::skip(&format!(
+                "{tool} is not installed (xfsprogs, btrfs-progs, util-linux)"
+            ));
+            return None;
+        }
+    }
+    let img = common::fresh_folder(&format!("{kind}-image")).join("fs.img");
+    let size = if kind == "xfs" { "8T" } else { "300M" };
+    let made = Command::new("truncate")
+        .args(["-s", size])
+        .arg(&img)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut cmd = Command::new(which(&mkfs).unwrap());
+    if kind == "xfs" {
+        cmd.args(["-q", "-l", "size=64m"]);
+    } else {
+        cmd.arg("-q");
+    }
+    let out = cmd.arg(&img).output().unwrap();
+    assert!(out.status.success(), "{mkfs}: {}", stderr(&out));
+    Some(img)
+}
+
+/// The run's sockets on file systems sock_diag describes in part (issue
+/// 55, item 1). XFS: a host socket whose inode number is above 2^32 is
+/// refused, even when the command binds a socket of its own with the same
+/// low 32 bits (sock_diag's width), which reached the host socket before.
+/// btrfs: a socket of the command's own is reached, in the top folder and
+/// in a subvolume (`stat` gives the subvolume's device, sock_diag the
+/// file system's: every own pathname socket there was refused). Root
+/// mounts each image in a mount namespace of the test's; the command runs
+/// as root and as uid 65534, both ways in.
+#[test]
+fn sockets_on_xfs_and_btrfs_are_told_apart_by_their_whole_identity() {
+    let Some(btrfs) = file_system_image("btrfs") else {
+        return;
+    };
+    let probe = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe/file_systems.py");
+    for user in common::users() {
+        for way in WAYS {
+            let what = format!("{user:?} {way:?}");
+            let mnt = common::fresh_folder("fs-mount");
+            // A fresh one each time: the collision needs allocation group 0
+            // still at its first numbers.
+            let Some(xfs) = file_system_image("xfs") else {
+                return;
+            };
+            // XFS: a folder in a high allocation group, a host socket there
+            // (a server outside the helper), then the command.
+            let script = format!(
+                "set -e; mount -o loop {img} {m}; chmod 777 {m}; \
+                 host=$(python3 {probe} host-folder {m}); \
+                 python3 {probe} serve $host & server=$!; \
+                 while [ ! -S $host ]; do sleep 0.05; done; \
+                 rc=0; \"$@\" $host || rc=$?; kill $server; exit $rc",
+                img = xfs.display(),
+                m = mnt.display(),
+                probe = probe.display()
+            );
+            let way_args = way.args::<&str>(&[]);
+            let mut argv = vec![fixture().helper.to_str().unwrap()];
+            argv.extend(way_args.iter().map(String::as_str));
+            let collide = format!("{}", probe.display());
+            argv.extend(["python3", &collide, "collide", mnt.to_str().unwrap()]);
+            let out = common::in_mount_ns(&script, user, &mnt, &[], &argv);
+            let text = stdout(&out);
+            let ctx = format!("{what} xfs:\n{text}{}", stderr(&out));
+            assert!(
+                text.contains("collided: an own socket with the host socket's low bits"),
+                "{ctx}"
+            );
+            assert!(text.contains("host connect: EACCES"), "{ctx}");
+            // btrfs: the command's own sockets, top folder and subvolume.
+            let script = format!(
+                "set -e; mount -o loop {img} {m}; chmod 777 {m}; \
+                 [ -d {m}/sub ] || btrfs subvolume create {m}/sub >/dev/null; chmod 777 {m}/sub; \
+                 exec \"$@\"",
+                img = btrfs.display(),
+                m = mnt.display()
+            );
+            let mut argv = vec![fixture().helper.to_str().unwrap()];
+            argv.extend(way_args.iter().map(String::as_str));
+            let sub = format!("{}/sub", mnt.display());
+            argv.extend(["python3", &collide, "own", mnt.to_str().unwrap(), &sub]);
+            let out = common::in_mount_ns(&script, user, &mnt, &[], &argv);
+            let text = stdout(&out);
+            let ctx = format!("{what} btrfs:\n{text}{}", stderr(&out));
+            assert_eq!(text.matches("own connect: ok").count(), 2, "{ctx}");
+        }
+    }
+}
