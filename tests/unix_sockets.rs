@@ -730,3 +730,73 @@ fn sockets_on_xfs_and_btrfs_are_told_apart_by_their_whole_identity() {
         }
     }
 }
+
+/// A sandboxed tmux leaves the host's tmux server alone (issue 55, item
+/// 5): with the server's socket in a folder the command may write, `tmux
+/// -S PATH new-session` inside got ECONNREFUSED, took the socket for
+/// stale, removed it and put its own there: the user's sessions were
+/// unreachable from then on. A refused connect is EACCES now, which tmux
+/// reports and stops at; the host session is still there after.
+#[test]
+fn a_sandboxed_tmux_leaves_the_host_tmux_server_alone() {
+    let Some(tmux) = which("tmux") else {
+        common::skip("tmux is not installed");
+        return;
+    };
+    for user in common::users() {
+        for way in WAYS {
+            let what = format!("{user:?} {way:?}");
+            let dir = shared(&format!("tmux-{user:?}-{way:?}"));
+            let sock = dir.join("host.sock");
+            let host = |args: &[&str]| {
+                let mut c = Command::new(&tmux);
+                c.arg("-S")
+                    .arg(&sock)
+                    .args(args)
+                    .env_clear()
+                    .env("PATH", "/usr/bin:/bin")
+                    .env("SHELL", "/bin/sh");
+                if let Some(u) = uid_of(user) {
+                    use std::os::unix::process::CommandExt;
+                    c.uid(u).gid(u);
+                }
+                c.output().unwrap()
+            };
+            let started = host(&["new-session", "-d", "-s", "host", "sleep 600"]);
+            assert!(started.status.success(), "{what}: {}", stderr(&started));
+            let out = common::command(
+                Place::Host,
+                user,
+                &[],
+                &fixture().helper,
+                &way.args(&[
+                    tmux.to_str().unwrap(),
+                    "-S",
+                    sock.to_str().unwrap(),
+                    "new-session",
+                    "-d",
+                    "true",
+                ]),
+            )
+            .output()
+            .unwrap();
+            assert!(
+                !out.status.success(),
+                "{what}: the sandboxed tmux went on: {}",
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains("Permission denied"),
+                "{what}: {}",
+                stderr(&out)
+            );
+            let still = host(&["has-session", "-t", "host"]);
+            let _ = host(&["kill-server"]);
+            assert!(
+                still.status.success(),
+                "{what}: the host session is gone: {}",
+                stderr(&still)
+            );
+        }
+    }
+}
