@@ -71,6 +71,9 @@ pub struct Refusal {
     pub who: Who,
     /// The path, or `@name` for an abstract one.
     pub target: String,
+    /// The call refused: `connect`, or `bind` (an abstract name on a
+    /// socket made in another network namespace).
+    pub call: &'static str,
 }
 
 /// A host socket the user named: its path, and the inode it led to when
@@ -112,6 +115,10 @@ pub struct Sockets {
     connect_nr: i32,
     bind_nr: i32,
     prctl_nr: i32,
+    /// The run's network namespace: `SO_NETNS_COOKIE` of the stub's
+    /// sock_diag socket (made in it), asked at the first abstract bind;
+    /// `None` before, or before Linux 5.14.
+    netns: Option<u64>,
     /// `PR_SET_DUMPABLE 0` calls answered without being made.
     pub kept_dumpable: u64,
     /// The sockets the run bound, by cookie (a socket's cookie is unique
@@ -145,8 +152,10 @@ impl Sockets {
     pub fn handle(&mut self, listener: BorrowedFd<'_>, notif: &libc::seccomp_notif) -> After {
         let nr = notif.data.nr;
         if nr == self.bind_nr {
-            self.note_bind(listener, notif);
-            return After::Bind;
+            return match self.bind(listener, notif) {
+                true => After::Done,
+                false => After::Bind,
+            };
         }
         if nr == self.prctl_nr {
             // PR_SET_DUMPABLE 0, the only prctl the capability-free
@@ -245,7 +254,7 @@ impl Sockets {
                 return Err(self.refuse_path(pid, path));
             }
             let at = At::File {
-                dev: file_system(&file, &st, self.proc_dir.as_fd(), pid),
+                dev: diag::file_system(&file, &st, self.proc_dir.as_fd(), pid),
                 ino: st.st_ino,
             };
             if !self.is_ours(&at) {
@@ -319,63 +328,16 @@ impl Sockets {
     }
 
     fn note_refusal(&mut self, pid: libc::pid_t, target: String) {
+        self.note_refused_call(pid, target, "connect");
+    }
+
+    fn note_refused_call(&mut self, pid: libc::pid_t, target: String, call: &'static str) {
         self.refused += 1;
         if self.refusals.len() < KEPT {
             let who = crate::report::who_at(self.proc_dir.as_raw_fd(), pid);
-            self.refusals.push(Refusal { who, target });
+            self.refusals.push(Refusal { who, target, call });
         }
     }
-}
-
-/// The file system a socket file lies on, as sock_diag names it: its
-/// superblock's device. `stat` gives the same but on btrfs, whose files
-/// show their subvolume's device: there the mount's line in the
-/// command's `mountinfo` (under the caller's `/proc`) gives the
-/// superblock's (issue 55: on btrfs every own pathname socket was
-/// refused).
-fn file_system(
-    file: &OwnedFd,
-    st: &libc::stat,
-    proc_dir: BorrowedFd<'_>,
-    pid: libc::pid_t,
-) -> (u32, u32) {
-    const BTRFS_SUPER_MAGIC: i64 = 0x9123_683e;
-    let stat_dev = (libc::major(st.st_dev), libc::minor(st.st_dev));
-    let btrfs = nix::sys::statfs::fstatfs(file)
-        .is_ok_and(|f| f.filesystem_type().0 as i64 == BTRFS_SUPER_MAGIC);
-    if !btrfs {
-        return stat_dev;
-    }
-    // Through the caller's /proc: the stub's own mount namespace shows the
-    // run's, where the stub has no entry.
-    let read = |rel: String| {
-        std::ffi::CString::new(rel)
-            .ok()
-            .and_then(|name| sys::read_file_at(proc_dir.as_raw_fd(), &name).ok())
-            .unwrap_or_default()
-    };
-    let fdinfo = read(format!(
-        "{}/fdinfo/{}",
-        std::process::id(),
-        file.as_raw_fd()
-    ));
-    let mnt_id = String::from_utf8_lossy(&fdinfo).lines().find_map(|l| {
-        l.strip_prefix("mnt_id:")
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    });
-    let Some(mnt_id) = mnt_id else {
-        return stat_dev;
-    };
-    let info = read(format!("{pid}/mountinfo"));
-    String::from_utf8_lossy(&info)
-        .lines()
-        .find_map(|l| {
-            let mut f = l.split(' ');
-            (f.next()?.parse::<u64>().ok()? == mnt_id).then_some(())?;
-            let (major, minor) = f.nth(1)?.split_once(':')?;
-            Some((major.parse().ok()?, minor.parse().ok()?))
-        })
-        .unwrap_or(stat_dev)
 }
 
 /// One notification: a call today's programs refuse answered and counted

@@ -800,3 +800,53 @@ fn a_sandboxed_tmux_leaves_the_host_tmux_server_alone() {
         }
     }
 }
+
+/// No name in the host's abstract namespace through a socket made
+/// outside the run (issue 55, item 4): a Node spawner (srt's CLI, Claude
+/// Code) gives the command Unix socketpairs as its stdio, made on the host,
+/// in the host's network namespace; a bind of an abstract name on one
+/// squatted that name there, past srt's `--unshare-net`. Now refused with
+/// EACCES, while an abstract name on the command's own socket is bound
+/// (by the stub, on the socket it checked). Under srt's bubblewrap line
+/// spawned by Node, root and 65534, both ways.
+#[test]
+fn a_command_cannot_bind_a_name_in_the_hosts_abstract_namespace() {
+    if !python() {
+        return;
+    }
+    let (Some(node), Some(bwrap)) = (which("node"), which("bwrap")) else {
+        common::skip("node and bwrap are needed: a Node spawner's stdio socketpairs");
+        return;
+    };
+    let inner = "import socket,errno,sys\n\
+        def t(s, n):\n  try: s.bind(n); return 'ok'\n  except OSError as e: return errno.errorcode[e.errno]\n\
+        print('stdout-squat', t(socket.socket(fileno=1), b'\\0squat-test'), file=sys.stderr)\n\
+        print('own-abstract', t(socket.socket(socket.AF_UNIX), b'\\0own-abstract-test'), file=sys.stderr)\n";
+    let spawner = "const {spawn}=require('child_process');\
+        const [cmd,...args]=JSON.parse(process.argv[1]);\
+        const c=spawn(cmd,args,{stdio:['pipe','pipe','pipe']});let e='';\
+        c.stderr.on('data',d=>e+=d);c.stdout.on('data',()=>{});\
+        c.on('close',code=>{process.stdout.write(e);process.exit(code===null?1:0);});";
+    for user in common::users() {
+        for way in WAYS {
+            let what = format!("{user:?} {way:?}");
+            let mut line = vec![bwrap.to_string_lossy().into_owned()];
+            line.extend(common::BWRAP_OPTIONS.iter().map(|s| s.to_string()));
+            if user == User::Root {
+                line.extend(["--cap-add".into(), "CAP_SETFCAP".into()]);
+            }
+            line.push("--".into());
+            line.push(fixture().helper.to_string_lossy().into_owned());
+            line.extend(way.args::<&str>(&[]));
+            line.extend(["python3".into(), "-c".into(), inner.into()]);
+            let json = serde_json::to_string(&line).unwrap();
+            let out = common::command(Place::Host, user, &[], &node, &["-e", spawner, &json])
+                .output()
+                .unwrap();
+            let text = stdout(&out);
+            let ctx = format!("{what}:\n{text}{}", stderr(&out));
+            assert!(text.contains("stdout-squat EACCES"), "{ctx}");
+            assert!(text.contains("own-abstract ok"), "{ctx}");
+        }
+    }
+}

@@ -81,9 +81,9 @@ pub(super) fn syscall_of(call: &str) -> &str {
     call.split('(').next().unwrap_or(call)
 }
 
-/// A refused connect's target, for the line.
-pub fn connect_call(target: &str) -> String {
-    format!("connect({})", quoted(target, ARG_MAX))
+/// A refused connect's (or bind's) target, for the line.
+pub fn connect_call(call: &str, target: &str) -> String {
+    format!("{call}({})", quoted(target, ARG_MAX))
 }
 
 /// The call and its deciding argument, as a person writes it.

@@ -1,10 +1,11 @@
 //! sock_diag (`NETLINK_SOCK_DIAG`): where a Unix socket of the run is
 //! bound now, asked by its inode and cookie (sockets.rs).
 
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::sys::socket::{MsgFlags, recv, send};
 
+use crate::sys;
 use crate::unix_diag::request;
 
 use super::At;
@@ -67,4 +68,55 @@ pub(super) fn diag_one(diag: BorrowedFd<'_>, ino: u32, cookie: u64) -> Option<Op
         at += (len + 3) & !3;
     }
     Some(found)
+}
+
+/// The file system a socket file lies on, as sock_diag names it: its
+/// superblock's device. `stat` gives the same but on btrfs, whose files
+/// show their subvolume's device: there the mount's line in the
+/// command's `mountinfo` (under the caller's `/proc`) gives the
+/// superblock's (issue 55: on btrfs every own pathname socket was
+/// refused).
+pub(super) fn file_system(
+    file: &OwnedFd,
+    st: &libc::stat,
+    proc_dir: BorrowedFd<'_>,
+    pid: libc::pid_t,
+) -> (u32, u32) {
+    const BTRFS_SUPER_MAGIC: i64 = 0x9123_683e;
+    let stat_dev = (libc::major(st.st_dev), libc::minor(st.st_dev));
+    let btrfs = nix::sys::statfs::fstatfs(file)
+        .is_ok_and(|f| f.filesystem_type().0 as i64 == BTRFS_SUPER_MAGIC);
+    if !btrfs {
+        return stat_dev;
+    }
+    // Through the caller's /proc: the stub's own mount namespace shows the
+    // run's, where the stub has no entry.
+    let read = |rel: String| {
+        std::ffi::CString::new(rel)
+            .ok()
+            .and_then(|name| sys::read_file_at(proc_dir.as_raw_fd(), &name).ok())
+            .unwrap_or_default()
+    };
+    let fdinfo = read(format!(
+        "{}/fdinfo/{}",
+        std::process::id(),
+        file.as_raw_fd()
+    ));
+    let mnt_id = String::from_utf8_lossy(&fdinfo).lines().find_map(|l| {
+        l.strip_prefix("mnt_id:")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    });
+    let Some(mnt_id) = mnt_id else {
+        return stat_dev;
+    };
+    let info = read(format!("{pid}/mountinfo"));
+    String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split(' ');
+            (f.next()?.parse::<u64>().ok()? == mnt_id).then_some(())?;
+            let (major, minor) = f.nth(1)?.split_once(':')?;
+            Some((major.parse().ok()?, minor.parse().ok()?))
+        })
+        .unwrap_or(stat_dev)
 }

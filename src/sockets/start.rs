@@ -117,6 +117,7 @@ impl Sockets {
             connect_nr: connect_nr as i32,
             bind_nr: bind_nr as i32,
             prctl_nr: rules::numbers(filter::ARCH).prctl as i32,
+            netns: None,
             kept_dumpable: 0,
             bound: std::collections::BTreeMap::new(),
             bound_room: super::bound::BOUND_FLOOR,

@@ -81,6 +81,40 @@ pub fn socket_cookie(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
     Errno::result(ret).map(|_| value)
 }
 
+/// `SO_NETNS_COOKIE` (Linux 5.14): the cookie of the network namespace
+/// the socket was made in; `ENOPROTOOPT` before.
+pub fn socket_netns_cookie(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    const SO_NETNS_COOKIE: libc::c_int = 71;
+    let mut value: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` (8) bytes to `value`.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_NETNS_COOKIE,
+            (&raw mut value).cast(),
+            &mut len,
+        )
+    };
+    Errno::result(ret).map(|_| value)
+}
+
+/// `bind(fd, addr)` of address bytes the stub copied: an abstract name
+/// bound by the stub on a socket it took and checked (bound.rs).
+pub fn bind_bytes(fd: BorrowedFd<'_>, addr: &[u8]) -> Result<(), Errno> {
+    // SAFETY: the kernel reads `addr.len()` bytes of the slice, alive for
+    // the call.
+    let ret = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            addr.as_ptr().cast(),
+            addr.len() as libc::socklen_t,
+        )
+    };
+    Errno::result(ret).map(drop)
+}
+
 /// `getsockname`: the socket's address as bytes (at most 128).
 pub fn socket_name(fd: BorrowedFd<'_>) -> Result<Vec<u8>, Errno> {
     let mut buf = [0u8; 128];
