@@ -803,6 +803,33 @@ int main(int argc, char **argv) {
       result("connect-path", r, errno);
       if (fd >= 0) close(fd);
     }
+    else if (!strncmp(c, "tcp-loop:", 9)) {
+      /* N connects to a TCP listener of its own (each accepted and both
+         ends closed): the mean time of one, for the policy's cost. */
+      long n = atol(c + 9), ok = 0;
+      int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+      socklen_t ilen = sizeof in;
+      if (l < 0 || bind(l, (struct sockaddr *)&in, ilen) || listen(l, 64) ||
+          getsockname(l, (struct sockaddr *)&in, &ilen)) {
+        result("tcp-loop", -1, errno);
+        continue;
+      }
+      struct timespec a, b;
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      for (long i = 0; i < n; i++) {
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s >= 0 && !connect(s, (struct sockaddr *)&in, ilen)) {
+          int d = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+          if (d >= 0) ok++, close(d);
+        }
+        if (s >= 0) close(s);
+      }
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      printf("tcp-loop=ok:%ld\ntcp-loop-ns=%ld\n", ok,
+             n ? ((b.tv_sec - a.tv_sec) * 1000000000L + b.tv_nsec - a.tv_nsec) / n : 0);
+      close(l);
+    }
     else if (!strncmp(c, "refuse-loop:", 12)) {
       /* A refused call N times (report.rs's count): how many EPERM, and
          the mean time of one. */
