@@ -155,12 +155,15 @@ pub fn filters(
     report: bool,
 ) -> Result<Filters, Error> {
     let own = sockets == Sockets::Mediated;
+    // Refusing every AF_UNIX socket: the unix filter but where the kernel
+    // holds the policy, and the stub's own where nesting is allowed.
+    let deny = program("unix")?;
     let (unix, unix_capability_free) = match sockets {
         Sockets::Kernel => (
             program("unix-kernel")?,
             program("unix-kernel-capability-free")?,
         ),
-        _ => (program("unix")?, program("unix-capability-free")?),
+        _ => (deny, program("unix-capability-free")?),
     };
     let own_programs = if own {
         Some(OwnSockets {
@@ -196,7 +199,7 @@ pub fn filters(
             .transpose()?,
         observe: program("observe")?,
         stub: if allow_nested_userns {
-            program("unix")?
+            deny
         } else {
             program("stub")?
         },

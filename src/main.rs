@@ -44,6 +44,7 @@ mod terminal;
 mod threads;
 mod unix_diag;
 mod userns;
+mod walk;
 mod worker;
 
 use std::ffi::OsString;

@@ -26,8 +26,8 @@ use crate::sys;
 
 mod describe;
 
-pub use describe::{connect_call, printable, quoted, who_at};
 use describe::{describe, syscall_of};
+pub use describe::{printable, quoted, socket_call, who_at};
 
 /// Calls kept apart by what and who; the rest only counted.
 const KEPT: usize = 32;

@@ -21,10 +21,13 @@
 //! are never run at all: what the doctor says of them it reads
 //! (node.rs, clients.rs).
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::{sys, walk};
 
 /// Folders the system's programs come from.
 const SYSTEM: [&str; 4] = ["/usr/", "/bin/", "/sbin/", "/nix/store/"];
@@ -77,18 +80,14 @@ pub fn command(path: &Path) -> Result<Command, String> {
 }
 
 /// Why this user (`root`: root, whose own files are not counted: see the
-/// module's text) could change the name `p`, if it could. A link is
-/// judged by its folder (a link cannot be changed, only replaced).
-fn changeable(p: &Path, m: &std::fs::Metadata, root: bool) -> Option<String> {
-    if m.file_type().is_symlink() {
+/// module's text) could change the name at `p` (open on `fd`), if it
+/// could. A link is judged by its folder (a link cannot be changed, only
+/// replaced).
+fn changeable(fd: &OwnedFd, st: &libc::stat, p: &Path, root: bool) -> Option<String> {
+    if st.st_mode & libc::S_IFMT == libc::S_IFLNK || walk::on_read_only_mount(fd) {
         return None;
     }
-    let read_only = nix::sys::statvfs::statvfs(p)
-        .is_ok_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
-    if read_only {
-        return None;
-    }
-    if m.mode() & 0o022 != 0 {
+    if st.st_mode & 0o022 != 0 {
         return Some(format!(
             "{} is writable by its group or others",
             p.display()
@@ -100,60 +99,29 @@ fn changeable(p: &Path, m: &std::fs::Metadata, root: bool) -> Option<String> {
     // The owner may make it writable. Inside a user namespace a file of
     // an unmapped owner (root's) shows as the overflow uid, which may be
     // this user's number too: there only `access` below can tell.
-    if m.uid() == nix::unistd::geteuid().as_raw() && m.uid() != overflow_uid() {
+    if st.st_uid == nix::unistd::geteuid().as_raw() && st.st_uid != overflow_uid() {
         return Some(format!("{} is this user's", p.display()));
     }
-    nix::unistd::access(p, nix::unistd::AccessFlags::W_OK)
-        .is_ok()
-        .then(|| format!("{} is writable by this user", p.display()))
+    walk::writable_by_me(fd).then(|| format!("{} is writable by this user", p.display()))
 }
 
-/// The file `path` leads to, where no name on the way (each folder from
-/// `/`, each link met, the file) is [`changeable`]; else the first that
-/// is, in words.
+/// The file `path` leads to, where no name on the way (`/`, each folder,
+/// each link met, the file) is [`changeable`]; else the first that is,
+/// in words.
 pub fn unchangeable_way(path: &Path, root: bool) -> Result<PathBuf, String> {
-    if !path.is_absolute() {
-        return Err("the path is relative".into());
+    let top = walk::root()?;
+    let st = sys::stat_fd(top.as_raw_fd()).map_err(|e| e.desc().to_string())?;
+    if let Some(why) = changeable(&top, &st, Path::new("/"), root) {
+        return Err(why);
     }
-    let mut todo: Vec<std::ffi::OsString> = Vec::new();
-    push(&mut todo, path);
-    let mut here = PathBuf::from("/");
-    let look = |p: &Path| {
-        let m = std::fs::symlink_metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        match changeable(p, &m, root) {
-            Some(why) => Err(why),
-            None => Ok(m),
-        }
-    };
-    look(&here)?;
-    let mut links = 0;
-    while let Some(name) = todo.pop() {
-        if name == ".." {
-            here.pop();
-            continue;
-        }
-        let next = here.join(&name);
-        let m = look(&next)?;
-        if m.file_type().is_symlink() {
-            links += 1;
-            if links > 40 {
-                return Err(format!("{}: too many links", path.display()));
-            }
-            let target =
-                std::fs::read_link(&next).map_err(|e| format!("{}: {e}", next.display()))?;
-            if target.is_absolute() {
-                here = PathBuf::from("/");
-            }
-            push(&mut todo, &target);
-        } else if m.is_dir() {
-            here = next;
-        } else if todo.is_empty() && m.is_file() {
-            return Ok(next);
-        } else {
-            return Err(format!("{} is not a folder or a program", next.display()));
-        }
+    let end = walk::walk(path, &mut |n| match changeable(n.fd, n.st, n.path, root) {
+        Some(why) => Err(why),
+        None => Ok(()),
+    })?;
+    if end.st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(format!("{} is not a program", end.path.display()));
     }
-    Err(format!("{} is a folder", path.display()))
+    Ok(end.path)
 }
 
 /// The uid an unmapped owner shows as (`/proc/sys/kernel/overflowuid`).
@@ -162,17 +130,6 @@ fn overflow_uid() -> u32 {
         .ok()
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(65534)
-}
-
-/// `path`'s names pushed so that the first pops first.
-fn push(todo: &mut Vec<std::ffi::OsString>, path: &Path) {
-    for c in path.components().rev() {
-        match c {
-            Component::Normal(n) => todo.push(n.to_owned()),
-            Component::ParentDir => todo.push("..".into()),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
 }
 
 #[cfg(test)]

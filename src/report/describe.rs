@@ -81,8 +81,9 @@ pub(super) fn syscall_of(call: &str) -> &str {
     call.split('(').next().unwrap_or(call)
 }
 
-/// A refused connect's (or bind's) target, for the line.
-pub fn connect_call(call: &str, target: &str) -> String {
+/// A refused socket call (`connect`, `bind`) with its target, for the
+/// line.
+pub fn socket_call(call: &str, target: &str) -> String {
     format!("{call}({})", quoted(target, ARG_MAX))
 }
 

@@ -7,18 +7,16 @@
 //! user and rights), a run can replace the socket there, or put a link in
 //! its place, and the next run's start would name whatever it put there
 //! ("one run changes which socket the next run's named socket is"). So
-//! each name is walked from `/` without following anything blindly: a
-//! folder writable from here refuses it, and so does a link met in one;
-//! links in folders nobody here can write (`/var/run` -> `/run`) are
-//! followed. The socket is then opened `O_PATH` at the end of the walk,
-//! relative to the folder checked, never through a link.
+//! each name is walked from `/` (walk.rs) without following anything
+//! blindly: a name in a folder writable from here refuses it, a link
+//! included; links in folders nobody here can write (`/var/run` ->
+//! `/run`) are followed. The socket is the one the walk ends on, open
+//! `O_PATH` relative to the folder checked, never through a link.
 
-use std::ffi::{CString, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use crate::sys;
+use crate::{sys, walk};
 
 /// A named socket, open (`O_PATH`) on the socket file the path led to
 /// when the run started.
@@ -52,13 +50,7 @@ pub fn resolve(paths: &[PathBuf]) -> (Vec<Found>, Vec<String>) {
 /// entry is another user's (root, holding `CAP_FOWNER`, is not held back
 /// by the bit).
 fn replaceable(dir: &OwnedFd, st: &libc::stat, shown: &Path) -> Option<String> {
-    let read_only = nix::sys::statvfs::fstatvfs(dir)
-        .is_ok_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
-    if read_only {
-        return None;
-    }
-    let c = CString::new(format!("/proc/self/fd/{}", dir.as_raw_fd())).ok()?;
-    if nix::unistd::access(c.as_c_str(), nix::unistd::AccessFlags::W_OK).is_err() {
+    if walk::on_read_only_mount(dir) || !walk::writable_by_me(dir) {
         return None;
     }
     let euid = nix::unistd::geteuid();
@@ -73,86 +65,21 @@ fn replaceable(dir: &OwnedFd, st: &libc::stat, shown: &Path) -> Option<String> {
     ))
 }
 
-/// The walk: each name opened `O_PATH|O_NOFOLLOW` from the folder
-/// before it, refused where [`replaceable`] says it could be replaced; a
-/// link met (in a folder nobody here can change) is read and its target
-/// walked in turn (at most 40).
+/// The walk (walk.rs), each name refused where [`replaceable`] says it
+/// could be replaced, the links met (in folders nobody here can change)
+/// followed; the socket it ends on.
 pub fn find(path: &Path) -> Result<Found, String> {
-    if !path.is_absolute() {
-        return Err("relative".into());
+    let end = walk::walk(path, &mut |n| match replaceable(n.folder, n.st, n.path) {
+        Some(why) => Err(why),
+        None => Ok(()),
+    })?;
+    if end.st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+        return Err("not a socket".into());
     }
-    let open = |dir: libc::c_int, name: &std::ffi::CStr, flags| {
-        sys::open_at(
-            dir,
-            name,
-            flags | libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0,
-        )
-        .map(sys::owned)
-    };
-    let root = || open(libc::AT_FDCWD, c"/", libc::O_DIRECTORY).map_err(|e| e.desc().to_string());
-    let mut todo: Vec<OsString> = Vec::new();
-    push(&mut todo, path);
-    let mut here = PathBuf::from("/");
-    let mut dir = root()?;
-    let mut links = 0;
-    while let Some(name) = todo.pop() {
-        if name == ".." {
-            here.pop();
-            dir = open(dir.as_raw_fd(), c"..", libc::O_DIRECTORY)
-                .map_err(|e| e.desc().to_string())?;
-            continue;
-        }
-        let cname = CString::new(name.as_bytes()).map_err(|_| "a NUL in the path".to_string())?;
-        let next = here.join(&name);
-        let fd = open(dir.as_raw_fd(), &cname, 0)
-            .map_err(|e| format!("{}: {}", next.display(), e.desc()))?;
-        let st = sys::stat_fd(fd.as_raw_fd()).map_err(|e| e.desc().to_string())?;
-        if let Some(why) = replaceable(&dir, &st, &next) {
-            return Err(why);
-        }
-        match st.st_mode & libc::S_IFMT {
-            libc::S_IFLNK => {
-                links += 1;
-                if links > 40 {
-                    return Err("too many links".into());
-                }
-                // The link opened above, read where it is.
-                let target = nix::fcntl::readlinkat(&fd, "")
-                    .map(PathBuf::from)
-                    .map_err(|e| format!("{}: {}", next.display(), e.desc()))?;
-                if target.is_absolute() {
-                    here = PathBuf::from("/");
-                    dir = root()?;
-                }
-                push(&mut todo, &target);
-            }
-            libc::S_IFDIR => {
-                here = next;
-                dir = fd;
-            }
-            libc::S_IFSOCK if todo.is_empty() => {
-                return Ok(Found {
-                    path: path.to_path_buf(),
-                    file: fd,
-                    dev: st.st_dev,
-                    ino: st.st_ino,
-                });
-            }
-            _ if todo.is_empty() => return Err("not a socket".into()),
-            _ => return Err(format!("{}: not a folder", next.display())),
-        }
-    }
-    Err("a folder, not a socket".into())
-}
-
-/// `path`'s names pushed so that the first pops first.
-fn push(todo: &mut Vec<OsString>, path: &Path) {
-    for c in path.components().rev() {
-        match c {
-            Component::Normal(n) => todo.push(n.to_owned()),
-            Component::ParentDir => todo.push("..".into()),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
+    Ok(Found {
+        path: path.to_path_buf(),
+        file: end.fd,
+        dev: end.st.st_dev,
+        ino: end.st.st_ino,
+    })
 }

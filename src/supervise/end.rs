@@ -5,14 +5,12 @@
 
 use std::os::fd::OwnedFd;
 
-use nix::sys::signal::{Signal, kill};
+use nix::errno::Errno;
+use nix::sys::signal::{SigSet, Signal, kill};
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use super::Outcome;
-use nix::errno::Errno;
-use nix::sys::signal::SigSet;
-
 use super::serve::{read_reports, tree};
 use crate::error::EXIT_SETUP;
 use crate::guard::Lost;

@@ -374,7 +374,7 @@ pub fn run(
     if let (Some(r), Some(s)) = (refusals.as_mut(), sockets.as_ref()) {
         for refusal in &s.refusals {
             r.note(
-                crate::report::connect_call(refusal.call, &refusal.target),
+                crate::report::socket_call(refusal.call, &refusal.target),
                 refusal.who.clone(),
             );
         }

@@ -66,25 +66,18 @@ pub fn socket_int(fd: BorrowedFd<'_>, opt: libc::c_int) -> Result<i32, Errno> {
 /// `SO_COOKIE`: the socket's 64-bit cookie, never reused while the
 /// machine runs (also what sock_diag reports).
 pub fn socket_cookie(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
-    let mut value: u64 = 0;
-    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` (8) bytes to `value`.
-    let ret = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_COOKIE,
-            (&raw mut value).cast(),
-            &mut len,
-        )
-    };
-    Errno::result(ret).map(|_| value)
+    socket_u64(fd, libc::SO_COOKIE)
 }
 
 /// `SO_NETNS_COOKIE` (Linux 5.14): the cookie of the network namespace
 /// the socket was made in; `ENOPROTOOPT` before.
 pub fn socket_netns_cookie(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
     const SO_NETNS_COOKIE: libc::c_int = 71;
+    socket_u64(fd, SO_NETNS_COOKIE)
+}
+
+/// A `SOL_SOCKET` option of 64 bits.
+fn socket_u64(fd: BorrowedFd<'_>, option: libc::c_int) -> Result<u64, Errno> {
     let mut value: u64 = 0;
     let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` (8) bytes to `value`.
@@ -92,7 +85,7 @@ pub fn socket_netns_cookie(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
         libc::getsockopt(
             fd.as_raw_fd(),
             libc::SOL_SOCKET,
-            SO_NETNS_COOKIE,
+            option,
             (&raw mut value).cast(),
             &mut len,
         )

@@ -4,7 +4,9 @@
 //! route: its paths share folders.
 
 use std::ffi::OsString;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use crate::walk::push_components;
 
 /// A name on the way from a path to the file it leads to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,15 +100,4 @@ pub(super) fn steps_seen(path: &Path, seen: &mut Vec<(PathBuf, Seen)>) -> Vec<St
         }
     }
     Vec::new()
-}
-
-/// `path`'s names pushed so that the first pops first.
-fn push_components(todo: &mut Vec<OsString>, path: &Path) {
-    for c in path.components().rev() {
-        match c {
-            Component::Normal(n) => todo.push(n.to_owned()),
-            Component::ParentDir => todo.push("..".into()),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
 }
