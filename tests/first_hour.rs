@@ -503,3 +503,36 @@ fn the_doctor_never_runs_a_planted_program() {
         assert!(ran.is_empty(), "{user:?}: the doctor ran {ran:?}");
     }
 }
+
+/// The version header the doctor reads beside a `node` may be planted as
+/// well: a FIFO there (no writer ever comes) is not opened for reading,
+/// and the doctor says it found no version (issue 54: it reads nothing
+/// but bounded regular files).
+#[test]
+fn a_planted_fifo_for_nodes_version_does_not_hang_the_doctor() {
+    let dir = common::fresh_folder("fifo-node");
+    let ran = dir.join("ran");
+    fake_node(&dir, "v24.0.0", &ran);
+    let header = dir.join("include/node/node_version.h");
+    std::fs::remove_file(&header).unwrap();
+    nix::unistd::mkfifo(&header, nix::sys::stat::Mode::from_bits_truncate(0o666)).unwrap();
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg(&fixture().helper)
+        .args(["--doctor", "--json"])
+        .env("PATH", format!("{}:{PATH}", dir.join("bin").display()))
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(124), "the doctor hung on the FIFO");
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let node = check(&report, "node");
+    assert_eq!(node["status"], "warning", "{node}");
+    assert!(
+        node["found"]
+            .as_str()
+            .unwrap()
+            .contains("its version is not written beside it"),
+        "{node}"
+    );
+    assert!(!ran.exists(), "the doctor ran node");
+}
