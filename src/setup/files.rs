@@ -97,7 +97,7 @@ pub fn write_atomic_if(path: &Path, expect: Expect<'_>, bytes: &[u8]) -> Result<
     // O_EXCL and O_NOFOLLOW), but setup should not fail on its word.
     let tmp = dir.join(format!(
         ".{name}.apply-seccomp-setup.{:016x}",
-        unguessable()
+        crate::sys::unguessable()
     ));
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -135,14 +135,6 @@ pub fn write_atomic_if(path: &Path, expect: Expect<'_>, bytes: &[u8]) -> Result<
         return Err(say(e));
     }
     Ok(true)
-}
-
-/// 64 random bits (the kernel's `getrandom`, through std's hasher keys).
-fn unguessable() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    h.finish()
 }
 
 /// Removes the file `path` (setup's record, a link setup made).

@@ -259,6 +259,18 @@ pub fn scrub_env(names: &[&str]) {
     }
 }
 
+/// 64 bits no one can guess: SipHash of nothing under fresh random keys
+/// (std's `RandomState`, seeded from the kernel's `getrandom`). For the
+/// names host-side code makes in folders a sandboxed command may write
+/// (the keeper's passing names, setup's temporary copies), so that
+/// nothing a command put there beforehand can be in the way.
+pub fn unguessable() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+}
+
 /// `PR_GET_DUMPABLE`: 0, 1 or 2 (`suid_dumpable`). nix reads it as a bool,
 /// which loses the difference between 1 and 2.
 pub fn get_dumpable() -> io::Result<i32> {

@@ -22,13 +22,10 @@ fn passing_prefix(name: &OsStr) -> Vec<u8> {
 }
 
 /// A passing name for `name` no one can guess: its prefix and 64 random
-/// bits (SipHash of nothing under the process's random keys), so nothing
-/// a command writes beforehand can be in the way.
+/// bits (`sys::unguessable`), so nothing a command writes beforehand can
+/// be in the way.
 pub(super) fn passing_name(name: &OsStr) -> Result<CString, Errno> {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
+    let random = sys::unguessable();
     let mut passing = passing_prefix(name);
     passing.extend_from_slice(format!("{random:016x}").as_bytes());
     CString::new(passing).map_err(|_| Errno::EINVAL)
