@@ -30,6 +30,7 @@ mod filter;
 mod guard;
 mod install;
 mod json;
+mod named_sockets;
 mod observe;
 mod plan;
 mod race;
@@ -168,6 +169,11 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     };
     let filters = filter::filters(cfg.allow_nested_userns, sockets, cfg.report)?;
     let kernel_sockets = sockets == filter::Sockets::Kernel;
+    if kernel_sockets {
+        let note =
+            sockets::kernel::name_inherited().map_err(|e| Error::setup(Step::Landlock, e))?;
+        debug(cfg.debug && !note.is_empty(), || note);
+    }
     // Leaked: init and the worker read it from the stub's memory while the
     // stub runs on (supervise/), so it must never be freed.
     let exec: &'static sys::ExecArgs = Box::leak(Box::new(

@@ -34,6 +34,7 @@ use nix::errno::Errno;
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat, openat2};
 use nix::sys::stat::{Mode, SFlag, fstat};
 
+use crate::filter::rules;
 use crate::observe::Observer;
 use crate::report::{Refusals, Who};
 use crate::sys;
@@ -47,8 +48,9 @@ pub const REFUSED: Errno = Errno::EACCES;
 
 mod bound;
 mod diag;
+mod fence;
 pub mod kernel;
-pub mod named;
+mod pair;
 mod start;
 mod take;
 mod wait;
@@ -115,6 +117,13 @@ pub struct Sockets {
     connect_nr: i32,
     bind_nr: i32,
     prctl_nr: i32,
+    socketpair_nr: i32,
+    /// The processes under a Landlock fence of their own (fence.rs).
+    fences: fence::Fences,
+    /// Datagram socketpairs made as sequenced-packet ones (pair.rs).
+    pub pairs: u64,
+    /// Connects refused because a fence was on the process.
+    pub fenced: u64,
     /// The run's network namespace: `SO_NETNS_COOKIE` of the stub's
     /// sock_diag socket (made in it), asked at the first abstract bind;
     /// `None` before, or before Linux 5.14.
@@ -157,15 +166,34 @@ impl Sockets {
                 false => After::Bind,
             };
         }
+        let tid = notif.pid as libc::pid_t;
         if nr == self.prctl_nr {
-            // PR_SET_DUMPABLE 0, the only prctl the capability-free
-            // filter notifies (rules.rs): answered done, not made, so the
-            // stub can still take the process's sockets. It stays as
-            // dumpable as every process of the run (Landlock bars ptrace
-            // out of the domain, not into it; no core: gpg-agent sets
-            // RLIMIT_CORE 0 too).
-            self.kept_dumpable += 1;
-            let _ = sys::notif_answer(listener, notif.id, Ok(()));
+            let [option, value, ..] = notif.data.args;
+            if option == u64::from(rules::PR_SET_DUMPABLE) && value as u32 == 0 {
+                // Answered done, not made, so the capability-free stub can
+                // still take the process's sockets. It stays as dumpable
+                // as every process of the run (Landlock bars ptrace out of
+                // the domain, not into it; no core: gpg-agent sets
+                // RLIMIT_CORE 0 too).
+                self.kept_dumpable += 1;
+                let _ = sys::notif_answer(listener, notif.id, Ok(()));
+                return After::Done;
+            }
+            if option == u64::from(rules::PR_SET_CHILD_SUBREAPER) {
+                self.fences.subreaper(self.proc_dir.as_raw_fd(), tid);
+            }
+            let _ = sys::notif_continue(listener, notif.id);
+            return After::Done;
+        }
+        if nr == rules::LANDLOCK_RESTRICT_SELF as i32 {
+            // Noted before it holds: a connect after it is never made.
+            self.fences.fence(self.proc_dir.as_raw_fd(), tid);
+            let _ = sys::notif_continue(listener, notif.id);
+            return After::Done;
+        }
+        if nr == self.socketpair_nr {
+            let made = self.pair(listener, notif);
+            let _ = sys::notif_answer(listener, notif.id, made);
             return After::Done;
         }
         if nr != self.connect_nr {
@@ -190,6 +218,14 @@ impl Sockets {
     ) -> Result<Option<Pending>, Errno> {
         let args = notif.data.args;
         let pid = notif.pid as libc::pid_t;
+        if self.fences.holds(self.proc_dir.as_raw_fd(), pid) {
+            self.fenced += 1;
+            self.note_refusal(
+                pid,
+                "any address: the process keeps a Landlock fence".into(),
+            );
+            return Err(REFUSED);
+        }
         let sock = self.take(listener, notif, args[0]).map_err(|e| match e {
             Errno::ESRCH => Errno::ESRCH,
             _ => Errno::EBADF,

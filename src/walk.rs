@@ -1,7 +1,7 @@
 //! A path walked one name at a time from `/`, for the checks that must
 //! see every name on the way, not only where the path ends: what the
 //! doctor may run (doctor/trust.rs) and the host sockets a user names
-//! (sockets/named.rs). Each name is opened `O_PATH|O_NOFOLLOW` relative
+//! (named_sockets.rs). Each name is opened `O_PATH|O_NOFOLLOW` relative
 //! to the folder before it and shown to the caller's check with that
 //! folder; a link is read where it is and its target walked in turn (at
 //! most 40), so what the walk ends on is the file the checked names lead

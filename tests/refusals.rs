@@ -17,7 +17,6 @@ use common::{Place, User, fixture, helper, matrix, probe_results, stderr, stdout
 /// names it.
 const CALLS: &[(&str, &str)] = &[
     ("unix-dgram", "socket(AF_UNIX, SOCK_DGRAM)"),
-    ("pair-dgram", "socketpair(AF_UNIX, SOCK_DGRAM)"),
     ("vsock", "socket(AF_VSOCK, SOCK_STREAM)"),
     ("io-uring-setup", "io_uring_setup"),
     ("unshare-user", "unshare(CLONE_NEWUSER)"),

@@ -402,7 +402,7 @@ fn a_named_host_socket_is_reached_and_nothing_else() {
             use std::os::unix::process::CommandExt;
             agent.uid(u).gid(u);
         }
-        let mut agent = agent.spawn().unwrap();
+        let agent = Outside(agent.spawn().unwrap());
         let start = Instant::now();
         while !Path::new(&agent_path).exists() && start.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(10));
@@ -509,9 +509,29 @@ fn a_named_host_socket_is_reached_and_nothing_else() {
                     .contains(&format!("{agent_path} (a socket, reached from a sandbox)")),
                 "{case}: {check}"
             );
+            // Run from the agent's folder, which srt would bind writable:
+            // refused, and why (issue 55).
+            let out = doctor.current_dir(&d).output().unwrap();
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+            let check = report["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == "unix sockets")
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(check["status"], "warning", "{case}: {check}");
+            let found = check["found"].as_str().unwrap_or_default();
+            assert!(
+                found.contains(&format!(
+                    "{agent_path} (a socket, but a sandboxed connect got EACCES: {agent_path} \
+                     lies in a folder that can be written from inside the sandbox"
+                )),
+                "{case}: {check}"
+            );
         }
-        let _ = agent.kill();
-        let _ = agent.wait();
+        drop(agent);
     }
 }
 

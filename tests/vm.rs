@@ -952,6 +952,7 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                 &format!("abstract-connect:vm-{tag}"),
                 "own-unix",
                 "own-tcp",
+                "dgram-pair",
             ]));
             s.case(&format!("{tag}-connect"), who, &[], &connect_case);
             s.case(
@@ -1169,14 +1170,17 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             }
 
             for (name, want) in [
-                ("connect", ["errno:EACCES", "ok", "ok"]),
+                // A datagram pair made by the stub (ADDFD and the
+                // numbers written: issue 55).
+                ("connect", ["errno:EACCES", "ok", "ok", "ok"]),
                 // Upstream's policy on the namespace way leaves the
                 // inherited socket alone (Linux 6.1: no Landlock scope).
-                ("connect-deny", ["ok", "errno:EPERM", "ok"]),
+                ("connect-deny", ["ok", "errno:EPERM", "ok", "errno:EPERM"]),
             ] {
                 assert_eq!(case(name).status, 0, "{}", ctx(name));
                 let got = probe_results(&case(name).stdout);
-                for (check, want) in ["abstract-connect", "own-unix", "own-tcp"].iter().zip(want) {
+                let checks = ["abstract-connect", "own-unix", "own-tcp", "dgram-pair"];
+                for (check, want) in checks.iter().zip(want) {
                     assert_eq!(
                         got.get(*check).map(String::as_str),
                         Some(want),
@@ -1362,10 +1366,40 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
 /// host socket is reached and no other; a command that restricts itself
 /// with Landlock keeps its fence (`EPERM` for an abstract connect out of
 /// its domain, `EACCES` for TCP); `APPLY_SECCOMP_UNIX=deny` refuses every
-/// `AF_UNIX` socket. No connect goes to the stub: its `SRT_DEBUG` line
-/// says the kernel holds the policy.
+/// `AF_UNIX` socket; a stdio socketpair made outside bubblewrap's
+/// network namespace takes no name (item 4). No connect goes to the stub:
+/// its `SRT_DEBUG` line says the kernel holds the policy.
 #[test]
 fn the_kernel_holds_the_socket_policy_where_landlock_can() {
+    if !cfg!(target_arch = "x86_64") {
+        common::skip("the x86_64 guest runs this x86_64 build");
+        return;
+    }
+    let Some(probe) = fixture().probe() else {
+        return;
+    };
+    let files = [
+        (fixture().helper.clone(), HELPER),
+        (probe.to_path_buf(), PROBE),
+    ];
+    kernel_policy("x86_64", &files);
+}
+
+/// The same on an aarch64 guest of Debian unstable (its `cloud-arm64`
+/// kernel, 7.2.13 when written), with the arm64 package's helper: the
+/// worker's raw `landlock_restrict_self`, the domain's rules and the
+/// inherited sockets' names on the other architecture.
+#[test]
+fn the_kernel_holds_the_socket_policy_on_aarch64_too() {
+    match aarch64_files() {
+        Ok(files) => kernel_policy("aarch64", &files),
+        Err(why) => {
+            common::skip(&why);
+        }
+    }
+}
+
+fn kernel_policy(arch: &str, files: &[(PathBuf, &str)]) {
     let mut s = Script::new();
     s.line(
         "mkdir -p /tmp/host /tmp/w; chmod 755 /tmp/host; chmod 1777 /tmp/w\n\
@@ -1425,6 +1459,14 @@ fn the_kernel_holds_the_socket_policy_where_landlock_can() {
                 &named,
                 &bwrap(who, &argv),
             );
+            // A stdio socketpair made outside bubblewrap's network
+            // namespace (a Node spawner's): no name can be bound on it.
+            let mut argv = vec![HELPER];
+            argv.extend(way_args.iter());
+            argv.extend([PROBE, "bind-fd:1:squat"]);
+            let mut paired = vec![PROBE.to_string(), "pair-stdio".into(), "squat".into()];
+            paired.extend(bwrap(who, &argv));
+            s.case(&format!("{who:?}-{way}-squat"), who, &[], &paired);
             let mut argv = vec![HELPER];
             argv.extend(way_args.iter());
             argv.extend([PROBE, "own-path:/tmp/w", "dgram-pair", "own-unix"]);
@@ -1445,7 +1487,9 @@ fn the_kernel_holds_the_socket_policy_where_landlock_can() {
         &[HELPER.to_string(), "--doctor".into(), "--json".into()],
     );
     s.line("run kernel uname -r");
-    let Some(cases) = boot("sid", "landlock,lockdown,yama,apparmor,bpf", &s, "sid") else {
+    let lsm = "landlock,lockdown,yama,apparmor,bpf";
+    let label = format!("sid-{arch}");
+    let Some(cases) = boot_guest(arch, "sid", lsm, files, &s, &label) else {
         return;
     };
     let kernel = get(&cases, "kernel").stdout.trim().to_string();
@@ -1517,6 +1561,20 @@ fn the_kernel_holds_the_socket_policy_where_landlock_can() {
             assert!(
                 ran.stderr
                     .contains("or one named: /tmp/host/host.sock (a socket)"),
+                "{ctx}"
+            );
+            let name = format!("{who:?}-{way}-squat");
+            let ran = get(&cases, &name);
+            let got = probe_results(&ran.stdout);
+            let ctx = format!("{kernel} {name}: {}", ran.all());
+            assert_eq!(
+                got.get("bind-fd").map(String::as_str),
+                Some("errno:EINVAL"),
+                "{ctx}"
+            );
+            assert_eq!(
+                got.get("squat").map(String::as_str),
+                Some("absent"),
                 "{ctx}"
             );
             let name = format!("{who:?}-{way}-deny");

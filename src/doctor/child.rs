@@ -149,7 +149,9 @@ pub fn probe_report() -> String {
 
 /// `--doctor-connect PATH...`, as the command under the helper: a
 /// connect to each path, one line each: the path, a tab, `ok` or the
-/// errno's name.
+/// errno's name; for a refused one, a tab and why a run's start does not
+/// name it (named_sockets.rs: walked from here, with the command's view
+/// and rights), if it says.
 pub fn connect_report(paths: &[std::ffi::OsString]) -> String {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect, socket};
     let mut out = String::new();
@@ -164,8 +166,14 @@ pub fn connect_report(paths: &[std::ffi::OsString]) -> String {
             let addr = UnixAddr::new(p.as_os_str())?;
             connect(std::os::fd::AsRawFd::as_raw_fd(&s), &addr)
         });
+        let why = match result {
+            Ok(()) => String::new(),
+            Err(_) => crate::named_sockets::find(std::path::Path::new(p))
+                .err()
+                .map_or(String::new(), |why| format!("\t{why}")),
+        };
         out.push_str(&format!(
-            "{}\t{}\n",
+            "{}\t{}{why}\n",
             p.to_string_lossy(),
             result.map_or_else(|e| format!("{e:?}"), |()| "ok".into())
         ));

@@ -2,7 +2,9 @@
 //! (`APPLY_SECCOMP_UNIX`), and each host socket the user named
 //! (`APPLY_SECCOMP_ALLOW_UNIX`): whether it is there, a socket, and
 //! reachable from a command under this helper inside bubblewrap with srt's
-//! options (`--doctor-connect`, child.rs, connects to each).
+//! options and the current folder writable, as srt binds a project
+//! (`--doctor-connect`, child.rs, connects to each, and says why a run's
+//! start refuses one).
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -32,8 +34,10 @@ pub fn check(binary: &Path) -> Check {
          in its run (EACCES otherwise)"
     } else {
         "the own-sockets policy, decided by the helper's outer process (this kernel has no \
-         Landlock ABI 9, Linux 7.1): a command's own AF_UNIX stream sockets work, datagram ones \
-         are refused, a connect reaches only a socket its run bound (EACCES otherwise)"
+         Landlock ABI 9, Linux 7.1): a command's own AF_UNIX stream sockets work, a datagram \
+         socketpair is made as a sequenced-packet one, a datagram socket is refused, a connect \
+         reaches only a socket its run bound (EACCES otherwise), none for a process under its \
+         own Landlock fence"
     };
     // Where the stub decides, every connect is decided with sock_diag:
     // without its Unix part the policy refuses them all (fail closed),
@@ -92,6 +96,13 @@ pub fn check(binary: &Path) -> Check {
         .join(", ");
     if wrong.is_empty() {
         Check::ok(NAME, format!("{policy}; named: {all}"))
+    } else if wrong.iter().any(|w| w.contains("written from inside")) {
+        Check::warn(
+            NAME,
+            format!("{policy}; named: {all}"),
+            "keep a named socket in a folder no sandbox may write (an agent's own folder outside \
+             the project and srt's allowWrite): a run could put another socket or a link there",
+        )
     } else {
         Check::warn(
             NAME,
@@ -110,6 +121,11 @@ fn reach(binary: &Path, paths: &[String]) -> Result<Vec<(String, String)>, Strin
     let found = super::sandbox::find_bwrap(binary).ok_or("no bwrap on PATH")?;
     let mut cmd = super::trust::command(&found.first)?;
     cmd.args(BWRAP_OPTIONS);
+    // The folder the doctor runs in, writable as srt binds a project: a
+    // socket a run could replace there is refused, and said why.
+    if let Some(here) = std::env::current_dir().ok().filter(|d| d != Path::new("/")) {
+        cmd.arg("--bind").arg(&here).arg(&here);
+    }
     if nix::unistd::geteuid().is_root() {
         cmd.args(["--cap-add", "CAP_SETFCAP"]);
     }
@@ -123,10 +139,12 @@ fn reach(binary: &Path, paths: &[String]) -> Result<Vec<(String, String)>, Strin
     if !ran.status.is_some_and(|s| s.success()) {
         return Err(ran.stderr_text());
     }
+    // `PATH\tRESULT` or `PATH\tRESULT\tWHY` (child.rs): the result and why
+    // together.
     Ok(ran
         .stdout
         .lines()
         .filter_map(|l| l.split_once('\t'))
-        .map(|(p, r)| (p.to_string(), r.to_string()))
+        .map(|(p, r)| (p.to_string(), r.replace('\t', ": ")))
         .collect())
 }

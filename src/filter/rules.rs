@@ -146,6 +146,9 @@ impl Set {
 // The unix filters of the own-sockets policy: the stub's and the kernel's.
 #[path = "unix_sets.rs"]
 mod unix_sets;
+// The stub reads them (build.rs, which compiles this file too, does not).
+#[allow(unused_imports)]
+pub use unix_sets::{PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE};
 use unix_sets::{kernel_sockets, own_sockets};
 
 // The listener's program of a run that reports what it refused.
@@ -234,6 +237,7 @@ pub fn connect_bind(arch: Arch) -> (u32, u32) {
 
 // Numbers from the generic table, the same on x86_64 and aarch64.
 pub const IO_URING_SETUP: u32 = 425;
+pub const LANDLOCK_RESTRICT_SELF: u32 = 446;
 pub const IO_URING_ENTER: u32 = 426;
 pub const IO_URING_REGISTER: u32 = 427;
 pub const OPEN_TREE: u32 = 428;

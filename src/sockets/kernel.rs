@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 use landlock::{AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
 
-use super::named;
+use crate::named_sockets as named;
 use crate::sys;
 
 /// The right, as the kernel numbers it.
@@ -91,4 +91,71 @@ pub fn note(named: &[String]) -> String {
             format!(", or one named: {}", named.join(", "))
         }
     )
+}
+
+/// Issue 55, item 4, where the kernel holds the policy: Landlock governs
+/// what a socket reaches, not the names it takes. A Unix socket the
+/// command inherits from outside the run's network namespace (the stdio
+/// socketpairs a Node spawner such as srt's CLI passes) would put a name
+/// bound on it in that namespace's abstract names, where it could squat
+/// any free one. Each such socket with no name yet is given one of the
+/// kernel's choosing here, before the command runs: the kernel takes no
+/// second bind of it (`EINVAL`). The `SRT_DEBUG` line (empty: none
+/// named); an error ends the run.
+pub fn name_inherited() -> Result<String, std::io::Error> {
+    let named = inherited().map_err(std::io::Error::other)?;
+    Ok(if named == 0 {
+        String::new()
+    } else {
+        format!(
+            "unix sockets: {named} inherited socket(s) of another network namespace given a name \
+             of the kernel's choosing (no command can bind one to a name there)"
+        )
+    })
+}
+
+fn inherited() -> Result<usize, String> {
+    let dir = sys::open_path(c"/proc/self/fd", libc::O_DIRECTORY)
+        .map_err(|e| format!("/proc/self/fd: {}", e.desc()))?;
+    let mut fds = Vec::new();
+    let mut buf = [0u8; 1024];
+    sys::each_name(dir.as_raw_fd(), &mut buf, |name| {
+        if let Some(fd) = name.to_str().ok().and_then(|n| n.parse::<RawFd>().ok()) {
+            fds.push(fd);
+        }
+        true
+    })
+    .map_err(|e| format!("/proc/self/fd: {}", e.desc()))?;
+    let inherited: Vec<(RawFd, u64)> = fds
+        .into_iter()
+        .filter(|&fd| fd != dir.as_raw_fd())
+        .filter_map(|fd| sys::unnamed_unix_netns(fd).map(|ns| (fd, ns)))
+        .collect();
+    if inherited.is_empty() {
+        return Ok(0);
+    }
+    let here = nix::sys::socket::socket(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::Stream,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .map_err(|e| format!("socket: {}", e.desc()))?;
+    let run = sys::socket_netns_cookie(std::os::fd::AsFd::as_fd(&here))
+        .map_err(|e| format!("SO_NETNS_COOKIE: {}", e.desc()))?;
+    let mut named = 0;
+    for (fd, netns) in inherited.into_iter().filter(|&(_, ns)| ns != run) {
+        match sys::autobind(fd) {
+            // Named meanwhile (a process sharing it): no bind either way.
+            Ok(()) | Err(nix::errno::Errno::EINVAL) => named += 1,
+            Err(e) => {
+                return Err(format!(
+                    "descriptor {fd}, a Unix socket of another network namespace ({netns}): \
+                     bind: {}",
+                    e.desc()
+                ));
+            }
+        }
+    }
+    Ok(named)
 }

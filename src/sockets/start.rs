@@ -47,6 +47,20 @@ impl Sockets {
             self.to_named,
             self.refused
         );
+        if self.pairs > 0 {
+            note.push_str(&format!(
+                "; {} datagram socketpair(s) made as sequenced-packet ones (their sends reach \
+                 the other end only)",
+                self.pairs
+            ));
+        }
+        if self.fenced > 0 {
+            note.push_str(&format!(
+                "; {} connect(s) refused to processes under their own Landlock fence (the \
+                 helper's outer process could make them only outside it)",
+                self.fenced
+            ));
+        }
         if self.diag_missing {
             note.push_str(&format!("; {}", crate::unix_diag::DIAG_MISSING));
         }
@@ -97,7 +111,7 @@ impl Sockets {
         let (connect_nr, bind_nr) = rules::connect_bind(filter::ARCH);
         // Each named path as found now, never one a command could have
         // swapped (named.rs).
-        let (found, named_notes) = super::named::resolve(named);
+        let (found, named_notes) = crate::named_sockets::resolve(named);
         let allowed_named = found
             .into_iter()
             .map(|f| Named {
@@ -117,6 +131,10 @@ impl Sockets {
             connect_nr: connect_nr as i32,
             bind_nr: bind_nr as i32,
             prctl_nr: rules::numbers(filter::ARCH).prctl as i32,
+            socketpair_nr: rules::numbers(filter::ARCH).socketpair as i32,
+            fences: Default::default(),
+            pairs: 0,
+            fenced: 0,
             netns: None,
             kept_dumpable: 0,
             bound: std::collections::BTreeMap::new(),
@@ -128,6 +146,12 @@ impl Sockets {
             refusals: Vec::new(),
             to_named: 0,
         })
+    }
+
+    /// The process that takes the run's orphans (fence.rs): init, or
+    /// (`None`) the capability-free stub itself.
+    pub fn orphans_go_to(&mut self, init: Option<libc::pid_t>) {
+        self.fences.reaper(init);
     }
 
     /// `/proc` as the caller sees it, held for the run.

@@ -1,7 +1,9 @@
 //! The own-sockets policy's calls in the stub (sockets.rs): a descriptor
 //! taken from a notifying process (`pidfd_getfd`), socket options read as
-//! integers, a connect to an address given as bytes, and the answer to a
-//! notification. Called by the stub only, while the command runs.
+//! integers, a connect to an address given as bytes, the answer to a
+//! notification and a descriptor put in the caller's table (`ADDFD`).
+//! Called by the stub only: while the command runs, and (the inherited
+//! sockets' names, sockets/kernel.rs) before the worker starts.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -153,4 +155,73 @@ pub fn notif_answer(
         )
     };
     check(ret.into()).map(drop)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_ADDFD` (Linux 5.9): a copy of `src` put in the
+/// waiting process's descriptor table (close-on-exec there when
+/// `cloexec`); the number it got there. The call stays waiting.
+pub fn notif_addfd(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    src: BorrowedFd<'_>,
+    cloexec: bool,
+) -> Result<i32, Errno> {
+    let mut add = libc::seccomp_notif_addfd {
+        id,
+        flags: 0,
+        srcfd: src.as_raw_fd() as u32,
+        newfd: 0,
+        newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+    };
+    // SAFETY: the ioctl reads one seccomp_notif_addfd from the pointer,
+    // a struct on this frame.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ADDFD as _,
+            &mut add as *mut libc::seccomp_notif_addfd,
+        )
+    };
+    Errno::result(ret)
+}
+
+/// Of descriptor `fd` (any number: the kernel checks it), if it is an
+/// `AF_UNIX` socket with no name yet: the cookie of the network namespace
+/// it was made in. `None` for anything else.
+pub fn unnamed_unix_netns(fd: RawFd) -> Option<u64> {
+    let mut addr = [0u8; 128];
+    let mut len = addr.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes to `addr`, on this
+    // frame, and the length to `len`; a number that is no socket is its
+    // ENOTSOCK or EBADF.
+    let ret = unsafe { libc::getsockname(fd, addr.as_mut_ptr().cast(), &mut len) };
+    if ret != 0 || len < 2 || u16::from_ne_bytes([addr[0], addr[1]]) != libc::AF_UNIX as u16 {
+        return None;
+    }
+    if len > 2 {
+        return None;
+    }
+    let mut cookie: u64 = 0;
+    let mut size = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `size` (8) bytes to `cookie`.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            71,
+            (&raw mut cookie).cast(),
+            &mut size,
+        )
+    };
+    (ret == 0).then_some(cookie)
+}
+
+/// `bind(fd, {AF_UNIX})`: the kernel gives the socket a name of its
+/// choosing (an abstract one, five hex digits), after which no other
+/// bind of it is taken.
+pub fn autobind(fd: RawFd) -> Result<(), Errno> {
+    let family = (libc::AF_UNIX as u16).to_ne_bytes();
+    // SAFETY: the kernel reads the two bytes of `family`, on this frame.
+    let ret = unsafe { libc::bind(fd, family.as_ptr().cast(), 2) };
+    Errno::result(ret).map(drop)
 }

@@ -98,15 +98,20 @@ pub enum Unix {
     Deny,
 }
 
-/// Row 1 under the own-sockets policy: the `AF_UNIX` stream and seqpacket
-/// sockets the table refuses under upstream's policy are made (the
-/// socket's family checked: `ok`); datagram ones stay refused.
-pub const MADE_UNDER_OWN: [&str; 5] = [
+/// Rows 1 and 6 under the own-sockets policy: the `AF_UNIX` stream and
+/// seqpacket sockets the table refuses under upstream's policy are made
+/// (the socket's family checked: `ok`), and so are datagram socketpairs
+/// (as sequenced-packet pairs where the stub holds the policy: issue 55);
+/// a datagram socket stays refused there.
+pub const MADE_UNDER_OWN: [&str; 8] = [
     "unix-stream",
     "unix-seqpacket",
     "unix-flags",
     "unix-high",
     "unix-allhigh",
+    "pair-dgram",
+    "pair-dgram-flags",
+    "pair-raw",
 ];
 
 /// The kernel's answer, with nesting allowed, to a command that holds no

@@ -729,6 +729,37 @@ static int wrapper(int argc, char **argv) {
       }
     }
   }
+  /* pair-stdio NAME CMD...: CMD with its stdout one end of a Unix
+   * stream socketpair made here (as a Node spawner passes it; its output
+   * must fit the socket's buffer), copied to this stdout once it ended;
+   * then whether an abstract socket named NAME is in this network
+   * namespace, the end still open here: "squat=present" or "absent". */
+  if (argc > 3 && !strcmp(argv[1], "pair-stdio")) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) return perror("socketpair"), 125;
+    pid_t child = fork();
+    if (child == 0) {
+      dup2(sv[1], 1);
+      execvp(argv[3], argv + 3);
+      _exit(127);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    char want[128], line[512];
+    snprintf(want, sizeof want, " @%s\n", argv[2]);
+    FILE *f = fopen("/proc/net/unix", "r");
+    int found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+      size_t l = strlen(line), w = strlen(want);
+      if (l >= w && !strcmp(line + l - w, want)) found = 1;
+    }
+    if (f) fclose(f);
+    char b[4096];
+    ssize_t n;
+    while ((n = recv(sv[0], b, sizeof b, MSG_DONTWAIT)) > 0) (void)!write(1, b, (size_t)n);
+    printf("squat=%s\n", found ? "present" : "absent");
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 125;
+  }
   if (argc > 3 && !strcmp(argv[1], "observe-collect"))
     return observe_collect(argv[2], argv + 3);
   if (argc > 3 && !strcmp(argv[1], "bench"))
@@ -858,6 +889,17 @@ int main(int argc, char **argv) {
     else if (!strncmp(c, "own-dgram:", 10)) own_dgram(c + 10);
     else if (!strncmp(c, "dgram-to:", 9)) dgram_to(c + 9);
     else if (!strcmp(c, "dgram-pair")) dgram_pair();
+    else if (!strncmp(c, "bind-fd:", 8)) {
+      /* bind-fd:N:NAME: the abstract name NAME bound on descriptor N. */
+      char *name = strchr(c + 8, ':');
+      struct sockaddr_un sun = {.sun_family = AF_UNIX};
+      size_t len = name ? strlen(name + 1) : 0;
+      if (len > sizeof sun.sun_path - 1) len = sizeof sun.sun_path - 1;
+      if (name) memcpy(sun.sun_path + 1, name + 1, len);
+      long r = bind(atoi(c + 8), (struct sockaddr *)&sun,
+                    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len));
+      result("bind-fd", r, errno);
+    }
     else if (!strcmp(c, "fence")) fence();
     else if (!strcmp(c, "own-unix")) own_connect(c, 0);
     else if (!strcmp(c, "own-tcp")) own_connect(c, 1);

@@ -64,7 +64,8 @@ fn own_sockets_stream_and_seqpacket_only() {
                     assert_eq!(answer(family, SOCK_DGRAM | flags), Allow);
                 }
             }
-            // Datagram pairs stay refused, stream pairs made.
+            // Datagram pairs go to the stub (made as sequenced-packet
+            // ones: sockets/pair.rs), stream pairs made.
             let pair = |kind| {
                 run(
                     &prog,
@@ -73,8 +74,16 @@ fn own_sockets_stream_and_seqpacket_only() {
                 .map(outcome)
                 .unwrap()
             };
-            assert_eq!(pair(SOCK_DGRAM), EPERM);
+            assert_eq!(pair(SOCK_DGRAM), Notify);
+            assert_eq!(pair(SOCK_RAW | SOCK_CLOEXEC), Notify);
             assert_eq!(pair(SOCK_STREAM), Allow);
+            // A fence the command puts on itself goes to the stub.
+            assert_eq!(
+                run(&prog, &data(abi.arch, 446, [0; 6]))
+                    .map(outcome)
+                    .unwrap(),
+                Notify
+            );
             // The rest of the unix table: io_uring_setup.
             assert_eq!(
                 run(&prog, &data(abi.arch, 425, [0; 6]))
@@ -190,8 +199,10 @@ fn the_kernels_programs_let_every_unix_socket_be_made_and_notify_nothing() {
 }
 
 /// The capability-free way's own-sockets programs send
-/// `prctl(PR_SET_DUMPABLE, 0)` to the stub (which answers it done, unmade:
-/// sockets.rs), and no other `prctl`; the namespace way's do not.
+/// `prctl(PR_SET_DUMPABLE)` to the stub (which answers it done, unmade,
+/// for 0: sockets.rs); the namespace way's do not. Both send
+/// `PR_SET_CHILD_SUBREAPER` (sockets/fence.rs), the kernel's neither; no
+/// other `prctl`.
 #[test]
 fn a_process_asking_not_to_be_dumpable_goes_to_the_capability_free_stub() {
     for (abi, prctl) in [(&X86_64, 157), (&AARCH64, 167)] {
@@ -209,6 +220,13 @@ fn a_process_asking_not_to_be_dumpable_goes_to_the_capability_free_stub() {
             };
             let want = if notified { Notify } else { Allow };
             assert_eq!(answer([4, 0, 0, 0, 0, 0]), want, "{} {set}", abi.name);
+            let own = set.starts_with("unix-own");
+            assert_eq!(
+                answer([36, 1, 0, 0, 0, 0]),
+                if own { Notify } else { Allow },
+                "{} {set} PR_SET_CHILD_SUBREAPER",
+                abi.name
+            );
             // Upper bits never count.
             assert_eq!(
                 answer([4 | 1 << 32, 1 << 33, 0, 0, 0, 0]),
@@ -218,7 +236,7 @@ fn a_process_asking_not_to_be_dumpable_goes_to_the_capability_free_stub() {
             );
             assert_eq!(
                 answer([4, 1, 0, 0, 0, 0]),
-                Allow,
+                want,
                 "{} {set} dumpable 1",
                 abi.name
             );

@@ -1,0 +1,154 @@
+//! A command's own Landlock fence, where the stub holds the policy
+//! (sockets.rs; issue 55, item 2). The stub makes every connect itself,
+//! outside every Landlock domain: a process that fenced itself (no TCP
+//! connect, abstract names scoped: a test runner, a plugin host, a nested
+//! sandbox) would find its connects made regardless. So the filter
+//! notifies `landlock_restrict_self`; the stub notes the process and lets
+//! the call go on, and from then on makes no connect for it or for what
+//! it starts: those are refused (`EACCES`) and said. Only the kernel's
+//! policy (Landlock ABI 9) keeps such a fence and the connect both.
+//!
+//! A process is told by its pid and start time (never reused together),
+//! and its descendants by the parent links in `/proc`. An orphan's link
+//! leads to whoever took it (the run's init, the capability-free stub, or
+//! a process that asked to be a subreaper, which the filter notifies
+//! too): a process started after the first fence whose parent takes
+//! orphans may be a fenced one's, and is taken for one. What cannot be
+//! read is taken for fenced.
+
+use std::os::fd::RawFd;
+
+use crate::sys;
+
+/// How far up the parent links a look goes (a deeper tree is taken for
+/// fenced).
+const DEPTH: usize = 4096;
+
+/// A process: its pid (in the stub's view) and its start time, in clock
+/// ticks since boot.
+type Known = (libc::pid_t, u64);
+
+#[derive(Default)]
+pub(super) struct Fences {
+    /// Each process that called `landlock_restrict_self`.
+    fenced: Vec<Known>,
+    /// The processes that take orphans: the run's reaper (any start
+    /// time: 0; pid 0: the stub), and each that asked to be a subreaper.
+    reapers: Vec<Known>,
+    /// The clock, in ticks since boot and rounded down, at the first
+    /// fence: a process started before it descends from no fence.
+    since: Option<u64>,
+    /// A fence or a subreaper whose process could not be read: every
+    /// connect is refused from then on.
+    blind: bool,
+}
+
+impl Fences {
+    /// The process that takes the run's orphans: init, or (`None`) the
+    /// capability-free stub itself, whose pid is asked only once a fence
+    /// is looked at (a run without one pays no call).
+    pub(super) fn reaper(&mut self, init: Option<libc::pid_t>) {
+        self.reapers.push((init.unwrap_or(0), 0));
+    }
+
+    /// The thread `tid` fences itself: its process is noted.
+    pub(super) fn fence(&mut self, proc_dir: RawFd, tid: libc::pid_t) {
+        let now = boot_ticks(proc_dir);
+        match known(proc_dir, tid) {
+            Some(p) => self.fenced.push(p),
+            None => self.blind = true,
+        }
+        self.since = Some(self.since.map_or(now, |s| s.min(now)));
+    }
+
+    /// The thread `tid` asks to take its orphaned descendants.
+    pub(super) fn subreaper(&mut self, proc_dir: RawFd, tid: libc::pid_t) {
+        match known(proc_dir, tid) {
+            Some(p) => self.reapers.push(p),
+            None => self.blind = true,
+        }
+    }
+
+    /// Whether the thread `tid` may be under a fence.
+    pub(super) fn holds(&self, proc_dir: RawFd, tid: libc::pid_t) -> bool {
+        let Some(since) = self.since else {
+            return self.blind;
+        };
+        if self.blind {
+            return true;
+        }
+        let Some((mut pid, mut start)) = known(proc_dir, tid) else {
+            return true;
+        };
+        let me = sys::raw_getpid();
+        for _ in 0..DEPTH {
+            if self.fenced.contains(&(pid, start)) {
+                return true;
+            }
+            if start < since {
+                return false;
+            }
+            let Some(parent) = parent(proc_dir, pid) else {
+                return true;
+            };
+            let Some(up) = stat(proc_dir, parent) else {
+                return true;
+            };
+            if self
+                .reapers
+                .iter()
+                .any(|&(p, s)| (p == parent || p == 0 && parent == me) && (s == 0 || s == up.1))
+            {
+                return true;
+            }
+            (pid, start) = (parent, up.1);
+        }
+        true
+    }
+}
+
+/// The process of the thread `tid`: its thread group's leader and that
+/// one's start time.
+fn known(proc_dir: RawFd, tid: libc::pid_t) -> Option<Known> {
+    let status = read(proc_dir, tid, "status")?;
+    let tgid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())?;
+    Some((tgid, stat(proc_dir, tgid)?.1))
+}
+
+/// The parent of process `pid`.
+fn parent(proc_dir: RawFd, pid: libc::pid_t) -> Option<libc::pid_t> {
+    stat(proc_dir, pid).map(|(ppid, _)| ppid).filter(|&p| p > 0)
+}
+
+/// Process `pid`'s parent and start time, from `/proc/PID/stat`.
+fn stat(proc_dir: RawFd, pid: libc::pid_t) -> Option<(libc::pid_t, u64)> {
+    let text = read(proc_dir, pid, "stat")?;
+    // The fields after the name, which may hold anything but ends at the
+    // last `)`: state, ppid (4th field), ..., starttime (22nd).
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((fields.get(1)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+}
+
+fn read(proc_dir: RawFd, pid: libc::pid_t, file: &str) -> Option<String> {
+    let name = std::ffi::CString::new(format!("{pid}/{file}")).ok()?;
+    let bytes = sys::read_file_at(proc_dir, &name).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The boot-time clock in clock ticks (`/proc`'s unit, `USER_HZ`: 100
+/// on every Linux architecture), rounded down: `/proc/uptime`, which
+/// says it in hundredths of a second. 0 (every process after it) if
+/// unreadable.
+fn boot_ticks(proc_dir: RawFd) -> u64 {
+    let Ok(text) = sys::read_file_at(proc_dir, c"uptime") else {
+        return 0;
+    };
+    let text = String::from_utf8_lossy(&text);
+    let up = text.split_whitespace().next().unwrap_or_default();
+    let (secs, hundredths) = up.split_once('.').unwrap_or((up, "0"));
+    secs.parse::<u64>().unwrap_or(0) * 100 + hundredths.parse::<u64>().unwrap_or(0)
+}
