@@ -1,6 +1,9 @@
 //! `cargo bench`: this helper against the C helper shipped in
-//! `@anthropic-ai/sandbox-runtime`, `unshare -Urpf --mount-proc` and plain
-//! `true`, and this helper's capability-free way in
+//! `@anthropic-ai/sandbox-runtime`, `unshare -Urpf --mount-proc`, plain
+//! `true` and a null helper (a static program that only `vfork`s, execs
+//! and waits: the floor of any helper's own cost), two fixed builds of
+//! this project (the own-cost ratio against the C helper first), and
+//! this helper's capability-free way in
 //! (`--way-in=capability-free`), interleaved: every round runs each
 //! candidate once, in a shuffled
 //! order, timing the whole process from fork to reap. Reported: medians,
@@ -17,11 +20,11 @@
 //! Environment: `BENCH_ROUNDS` (default 400), `BENCH_ONLY` (run only the
 //! settings whose name contains it, e.g. `bwrap`), `APPLY_SECCOMP_C_HELPER`
 //! (a C helper to use instead of fetching it), `APPLY_SECCOMP_SRT_VERSION`,
-//! `APPLY_SECCOMP_BASELINE` (a commit of this project, default
-//! [`BASELINE`]: built once, outside this checkout, in
-//! `$TMPDIR/apply-seccomp-baseline/COMMIT`,
-//! and run in the same rounds, so each change is seen against a fixed
-//! build and not only the one before; `none` leaves it out);
+//! `APPLY_SECCOMP_BASELINE` and `APPLY_SECCOMP_REFERENCE` (commits of
+//! this project, default [`BASELINE`] and [`REFERENCE`]: each built once,
+//! outside this checkout, in `$TMPDIR/apply-seccomp-baseline/COMMIT`,
+//! and run in the same rounds, so each change is seen against two fixed
+//! builds and not only the one before; `none` leaves one out);
 //! `APPLY_SECCOMP_SHIM_BEFORE` (a commit whose shim the shim row runs in
 //! the same turns, default [`SHIM_BEFORE`]; `none` leaves it out).
 
@@ -41,6 +44,11 @@ use common::{BWRAP_OPTIONS, NOBODY, is_root, which};
 /// mount guard, the hardening and the doctor (issue 25).
 const BASELINE: &str = "30cd3ee";
 
+/// The second fixed baseline (issue 56): the build before the socket
+/// policy and the refusal report, whose run no setting may cost more
+/// than.
+const REFERENCE: &str = "862cfc2";
+
 /// The shim of the build before issue 42's route protection and keeper
 /// changes: the shim row's "before" column.
 const SHIM_BEFORE: &str = "862cfc2";
@@ -50,6 +58,12 @@ const SHIM_BEFORE: &str = "862cfc2";
 fn baseline(dir: &Path) -> Option<(String, PathBuf)> {
     let commit = std::env::var("APPLY_SECCOMP_BASELINE").unwrap_or_else(|_| BASELINE.into());
     built(dir, &commit, "baseline-apply-seccomp")
+}
+
+/// The reference commit built, the same way.
+fn reference(dir: &Path) -> Option<(String, PathBuf)> {
+    let commit = std::env::var("APPLY_SECCOMP_REFERENCE").unwrap_or_else(|_| REFERENCE.into());
+    built(dir, &commit, "reference-apply-seccomp")
 }
 
 /// `commit` of this project built (release, its own target folder under
@@ -167,7 +181,14 @@ struct Candidate {
     argv: Vec<String>,
 }
 
-fn candidates(ours: &Path, c: &Path, base: Option<&Path>, in_bwrap: bool) -> Vec<Candidate> {
+fn candidates(
+    ours: &Path,
+    c: &Path,
+    base: Option<&Path>,
+    reference: Option<&Path>,
+    null: Option<&Path>,
+    in_bwrap: bool,
+) -> Vec<Candidate> {
     let unshare = which("unshare").map(|p| p.to_string_lossy().into_owned());
     let mut list = vec![
         Candidate {
@@ -195,6 +216,18 @@ fn candidates(ours: &Path, c: &Path, base: Option<&Path>, in_bwrap: bool) -> Vec
         list.push(Candidate {
             name: "base",
             argv: vec![b.to_string_lossy().into_owned(), "/bin/true".into()],
+        });
+    }
+    if let Some(r) = reference {
+        list.push(Candidate {
+            name: "ref",
+            argv: vec![r.to_string_lossy().into_owned(), "/bin/true".into()],
+        });
+    }
+    if let Some(n) = null {
+        list.push(Candidate {
+            name: "null",
+            argv: vec![n.to_string_lossy().into_owned(), "/bin/true".into()],
         });
     }
     if let Some(u) = unshare {
@@ -383,6 +416,8 @@ fn main() {
         .unwrap_or(400);
     let (dir, ours, c) = prepare();
     let base = baseline(&dir);
+    let refer = reference(&dir);
+    let null = null_helper(&dir);
     let root = is_root();
     let unpriv = if root { Some(NOBODY) } else { None };
     let mut settings: Vec<(&str, Option<u32>, bool)> = Vec::new();
@@ -407,16 +442,29 @@ fn main() {
             ""
         }
     );
+    let named =
+        |b: &Option<(String, PathBuf)>| b.as_ref().map_or("none".into(), |(c, _)| c.clone());
     println!(
-        "baseline: {}\n",
-        base.as_ref().map_or("none".into(), |(commit, _)| format!("{commit} (ours/baseline: median of ratios; overhead: a run minus the same round's `true`)"))
+        "baselines: {} and {} (ours/baseline: median of ratios; own cost: a run minus the same \
+         round's `true`, or under bubblewrap its `bwrap true`)\n",
+        named(&base),
+        named(&refer)
     );
     println!(
-        "| setting | `true` | unshare -Urpf | C helper | ours | ours/C (median of ratios) | overhead ours/C (95% interval) | ours, capability-free | its overhead / ours | baseline | ours/baseline (95% interval) | overhead ours/baseline |"
+        "| setting | own cost ours / C (95% interval) | ours / {r} (95% interval) | own cost ours / {r} | ours / {b} (95% interval) | own cost ours / {b} | a null helper's own cost (vfork, exec, wait) / C's | `true` | unshare -Urpf | C helper | ours | ours/C | ours, capability-free | its own cost / ours |",
+        r = named(&refer),
+        b = named(&base)
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, uid, in_bwrap) in settings {
-        let cands = candidates(&ours, &c, base.as_ref().map(|(_, p)| p.as_path()), in_bwrap);
+        let cands = candidates(
+            &ours,
+            &c,
+            base.as_ref().map(|(_, p)| p.as_path()),
+            refer.as_ref().map(|(_, p)| p.as_path()),
+            null.as_deref(),
+            in_bwrap,
+        );
         // Every binary in the same page-cache state, as an installed one
         // read from disk: its pages dropped, so that exec's readahead
         // brings them in. Left as the copy above wrote them, the state
@@ -425,7 +473,12 @@ fn main() {
         // from another copy of the same bytes (2000 rounds in turns),
         // while this helper, its run's code together (link/), did not
         // move; evicted first, all four were within 0.5%.
-        for path in [&ours, &c].into_iter().chain(base.as_ref().map(|(_, p)| p)) {
+        for path in [&ours, &c]
+            .into_iter()
+            .chain(base.as_ref().map(|(_, p)| p))
+            .chain(refer.as_ref().map(|(_, p)| p))
+            .chain(null.as_ref())
+        {
             evict(path);
         }
         let t = measure(&cands, uid, rounds);
@@ -436,10 +489,10 @@ fn main() {
         );
         let ratio = median(t[io].iter().zip(&t[ic]).map(|(o, c)| o / c).collect());
         // The helper's own cost: each run minus the same round's `true`.
-        let over_o = median(t[io].iter().zip(&t[it]).map(|(o, b)| o - b).collect());
-        let over_c = median(t[ic].iter().zip(&t[it]).map(|(c, b)| c - b).collect());
+        let over = |i: usize| median(t[i].iter().zip(&t[it]).map(|(o, b)| o - b).collect());
+        let (over_o, over_c) = (over(io), over(ic));
         // The own-cost ratio's interval: the same ratio of medians over
-        // resampled rounds (issue 25's goal is a bound on it).
+        // resampled rounds (issue 56's goal is a bound on it).
         let (own_lo, own_hi) = interval(t[it].len(), |r| {
             let over = |i: usize| median(r.iter().map(|&k| t[i][k] - t[it][k]).collect());
             over(io) / over(ic)
@@ -449,29 +502,32 @@ fn main() {
         // The capability-free way in (no namespaces, no init) against the
         // namespace way, both this helper's, in the same rounds.
         let icf = index(&cands, "ours-cf").unwrap();
-        let over_cf = median(t[icf].iter().zip(&t[it]).map(|(o, b)| o - b).collect());
-        let against_base = index(&cands, "base").map_or("- | - | -".into(), |ib| {
-            let ratios: Vec<f64> = t[io].iter().zip(&t[ib]).map(|(o, b)| o / b).collect();
-            let (r, lo, hi) = median_with_interval(&ratios);
-            let over_b = median(t[ib].iter().zip(&t[it]).map(|(b, z)| b - z).collect());
-            format!(
-                "{:.2} | {r:.3} ({lo:.3}-{hi:.3}) | {over_o:.2} / {over_b:.2} = {:.3}",
-                median(t[ib].clone()),
-                over_o / over_b
-            )
+        let against = |which: &str| {
+            index(&cands, which).map_or("- | -".into(), |ib| {
+                let ratios: Vec<f64> = t[io].iter().zip(&t[ib]).map(|(o, b)| o / b).collect();
+                let (r, lo, hi) = median_with_interval(&ratios);
+                let over_b = over(ib);
+                format!(
+                    "{r:.3} ({lo:.3}-{hi:.3}) | {over_o:.2} / {over_b:.2} = {:.3}",
+                    over_o / over_b
+                )
+            })
+        };
+        // The floor of any helper: a process that only forks the command
+        // and waits (issue 56: what an own-cost goal can reach here).
+        let floor = index(&cands, "null").map_or("-".into(), |i| {
+            format!("{:.2} / {over_c:.2} = {:.3}", over(i), over(i) / over_c)
         });
         println!(
-            "| {name} | {:.2} | {un} | {:.2} | {:.2} | {ratio:.3} | {:.2} / {:.2} = {:.3} ({own_lo:.3}-{own_hi:.3}) | {:.2} | {:.2} / {:.2} = {:.3} | {against_base} |",
+            "| {name} | {over_o:.2} / {over_c:.2} = {:.3} ({own_lo:.3}-{own_hi:.3}) | {} | {} | {floor} | {:.2} | {un} | {:.2} | {:.2} | {ratio:.3} | {:.2} | {:.3} |",
+            over_o / over_c,
+            against("ref"),
+            against("base"),
             median(t[it].clone()),
             median(t[ic].clone()),
             median(t[io].clone()),
-            over_o,
-            over_c,
-            over_o / over_c,
             median(t[icf].clone()),
-            over_cf,
-            over_o,
-            over_cf / over_o
+            over(icf) / over_o
         );
     }
     let only = std::env::var("BENCH_ONLY").ok();
@@ -484,13 +540,14 @@ fn main() {
     let size = |p: &Path| std::fs::metadata(p).map_or("-".into(), |m| format!("{} bytes", m.len()));
     let mut helpers = vec![ours.clone(), c.clone()];
     helpers.extend(base.iter().map(|(_, p)| p.clone()));
+    helpers.extend(refer.iter().map(|(_, p)| p.clone()));
     let rss = |command: &str| {
         let lines: Vec<Vec<String>> = helpers
             .iter()
             .map(|p| vec![p.to_string_lossy().into_owned(), command.to_string()])
             .collect();
         let cells = |f: &dyn Fn(&(f64, f64)) -> String, m: &Option<Vec<(f64, f64)>>| {
-            m.as_ref().map_or(" - | - | - ".into(), |v| {
+            m.as_ref().map_or(" - | - | - | - ".into(), |v| {
                 v.iter().map(f).collect::<Vec<_>>().join("|")
             })
         };
@@ -500,8 +557,12 @@ fn main() {
             cells(&|(_, faults)| format!(" {faults:.0} "), &m),
         )
     };
-    println!("\n| | ours | C helper | baseline |");
-    println!("|---|---|---|---|");
+    println!(
+        "\n| | ours | C helper | {} | {} |",
+        named(&base),
+        named(&refer)
+    );
+    println!("|---|---|---|---|---|");
     // /usr/bin/time reports the largest RSS of the process tree, which
     // with `true` is `true`'s own; a command that is not found leaves
     // only the helper's processes.
@@ -513,10 +574,11 @@ fn main() {
     println!("| peak RSS, helper processes only (command not found) |{kb}|");
     println!("| minor page faults, helper processes only (command not found) |{faults}|");
     println!(
-        "| binary size | {} | {} | {} |",
+        "| binary size | {} | {} | {} | {} |",
         size(&ours),
         size(&c),
-        base.as_ref().map_or("-".into(), |(_, p)| size(p))
+        base.as_ref().map_or("-".into(), |(_, p)| size(p)),
+        refer.as_ref().map_or("-".into(), |(_, p)| size(p))
     );
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -711,6 +773,28 @@ fn shim_against_bwrap(
 /// A static C program that only execv()s `bwrap` with its own arguments:
 /// what any shim costs before it does anything. None without a C compiler
 /// and static glibc (Debian's gcc and libc6-dev).
+/// A null helper: a static program that starts the command (`vfork`,
+/// `execv`) and waits for it, nothing else; `None` without gcc.
+fn null_helper(dir: &Path) -> Option<PathBuf> {
+    let src = dir.join("null-helper.c");
+    let bin = dir.join("null-helper");
+    std::fs::write(
+        &src,
+        "#include <sys/wait.h>\n#include <unistd.h>\nint main(int argc, char **argv) { (void)argc; \
+         pid_t c = vfork(); if (c == 0) { execv(argv[1], argv + 1); _exit(127); } int st = 0; \
+         if (c < 0 || waitpid(c, &st, 0) < 0) return 125; return WIFEXITED(st) ? \
+         WEXITSTATUS(st) : 128; }\n",
+    )
+    .ok()?;
+    let ok = Command::new("gcc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(bin)
+}
+
 fn null_exec_shim(dir: &Path, bwrap: &str) -> Option<PathBuf> {
     let src = dir.join("null-shim.c");
     let bin = dir.join("null-shim");

@@ -44,16 +44,19 @@ pub(super) struct Fences {
 }
 
 impl Fences {
-    /// The process that takes the run's orphans: init, or (`None`) the
-    /// capability-free stub itself, whose pid is asked only once a fence
-    /// is looked at (a run without one pays no call).
-    pub(super) fn reaper(&mut self, init: Option<libc::pid_t>) {
-        self.reapers.push((init.unwrap_or(0), 0));
-    }
-
-    /// The thread `tid` fences itself: its process is noted.
+    /// The thread `tid` fences itself: its process is noted. At the
+    /// first, who takes the run's orphans (a run without a fence pays
+    /// nothing for it): init, the stub's one child that is PID 1 in its
+    /// namespace, or on the capability-free way the stub itself (pid 0
+    /// here).
     pub(super) fn fence(&mut self, proc_dir: RawFd, tid: libc::pid_t) {
         let now = boot_ticks(proc_dir);
+        if self.since.is_none() {
+            match init(proc_dir) {
+                Some(reaper) => self.reapers.push((reaper, 0)),
+                None => self.blind = true,
+            }
+        }
         match known(proc_dir, tid) {
             Some(p) => self.fenced.push(p),
             None => self.blind = true,
@@ -116,6 +119,26 @@ fn known(proc_dir: RawFd, tid: libc::pid_t) -> Option<Known> {
         .find_map(|l| l.strip_prefix("Tgid:"))
         .and_then(|v| v.trim().parse().ok())?;
     Some((tgid, stat(proc_dir, tgid)?.1))
+}
+
+/// The stub's child that is PID 1 of its own namespace (init), if any
+/// (`Some(0)`: none, the stub takes the orphans); `None` if unreadable.
+fn init(proc_dir: RawFd) -> Option<libc::pid_t> {
+    let me = sys::raw_getpid();
+    let children = read(proc_dir, me, &format!("task/{me}/children"))?;
+    for child in children.split_whitespace() {
+        let pid: libc::pid_t = child.parse().ok()?;
+        let status = read(proc_dir, pid, "status")?;
+        let inner = status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))?
+            .split_whitespace()
+            .last()?;
+        if inner == "1" {
+            return Some(pid);
+        }
+    }
+    Some(0)
 }
 
 /// The parent of process `pid`.

@@ -96,8 +96,11 @@ impl Sockets {
     /// microseconds here).
     fn open(named: &[PathBuf]) -> Result<Sockets, String> {
         // pidfd_getfd (Linux 5.6), which every connect needs: EBADF for
-        // no pidfd where the kernel has it, ENOSYS where it has not.
-        if sys::pidfd_getfd_probe() == Errno::ENOSYS {
+        // no pidfd where the kernel has it, ENOSYS where it has not. A
+        // kernel that answered the run's Landlock question (kept: no call
+        // here) with anything but ENOSYS is Linux 5.13 or later, and has
+        // it: no probe.
+        if sys::landlock_abi() == Err(Errno::ENOSYS) && sys::pidfd_getfd_probe() == Errno::ENOSYS {
             return Err("pidfd_getfd: this kernel has none (Linux 5.6)".into());
         }
         let proc_dir = sys::open_at(
@@ -146,12 +149,6 @@ impl Sockets {
             refusals: Vec::new(),
             to_named: 0,
         })
-    }
-
-    /// The process that takes the run's orphans (fence.rs): init, or
-    /// (`None`) the capability-free stub itself.
-    pub fn orphans_go_to(&mut self, init: Option<libc::pid_t>) {
-        self.fences.reaper(init);
     }
 
     /// `/proc` as the caller sees it, held for the run.

@@ -309,10 +309,6 @@ pub fn run(
     // The same descriptor as init's and the worker's: kept open.
     std::mem::forget(theirs);
     let child = Pid::from_raw(child);
-    // Orphans go to init, or to the capability-free stub (fence.rs).
-    if let Some(s) = sockets.as_mut() {
-        s.orphans_go_to(matches!(plan.way, Way::Namespaces { .. }).then_some(child.as_raw()));
-    }
     // The watches and the check while init mounts (on the capability-free
     // way, while the worker makes its filters); then the stub's key. A
     // loss ends init, and the waiting worker with it (or the worker),

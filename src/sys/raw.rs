@@ -332,9 +332,24 @@ pub fn landlock_add_path_rule(ruleset: RawFd, parent: RawFd, access: u64) -> Res
 /// enabled at boot, ENOSYS when not built in. For messages only: the
 /// ruleset itself is made by the `landlock` crate, which checks what it
 /// needs on its own.
+///
+/// Asked of the kernel once a process: the answer is kept (a run asks
+/// it where it picks who holds the socket policy, again where it starts
+/// that policy or the capability-free way).
 pub fn landlock_abi() -> Result<i32, Errno> {
+    use std::sync::atomic::{AtomicI32, Ordering};
     const VERSION: usize = 1 << 0;
-    numeric(libc::SYS_landlock_create_ruleset, [0, 0, VERSION, 0, 0, 0]).map(|v| v as i32)
+    /// `i32::MIN`: not asked yet; below 0: the errno, negated.
+    static KEPT: AtomicI32 = AtomicI32::new(i32::MIN);
+    match KEPT.load(Ordering::Relaxed) {
+        i32::MIN => {}
+        e if e < 0 => return Err(Errno::from_raw(-e)),
+        v => return Ok(v),
+    }
+    let got =
+        numeric(libc::SYS_landlock_create_ruleset, [0, 0, VERSION, 0, 0, 0]).map(|v| v as i32);
+    KEPT.store(got.unwrap_or_else(|e| -(e as i32)), Ordering::Relaxed);
+    got
 }
 
 /// `sched_setaffinity(0, mask)`: the CPUs this thread may run on.
