@@ -11,7 +11,7 @@
 //!
 //! What a program can tell (tests/unix_sockets.rs): `SO_TYPE` says
 //! `SOCK_SEQPACKET`; once the peer is closed a read gives end of file
-//! (a datagram pair's would wait) and a send `EPIPE` with `SIGPIPE` (a
+//! (a datagram pair's would wait) and a send `EPIPE`, no `SIGPIPE` (a
 //! datagram pair's `ECONNREFUSED`); `SO_PEERCRED` names the stub.
 
 use std::os::fd::{AsFd, BorrowedFd};

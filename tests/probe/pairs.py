@@ -1,6 +1,6 @@
 # Datagram socketpairs under the helper (tests/stub_policy.rs): each line
 # `name=value`. argv[1]: a datagram socket outside the run to aim at.
-import ctypes, fcntl, os, socket, sys
+import ctypes, fcntl, os, signal, socket, sys
 
 outside = sys.argv[1]
 a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -42,6 +42,23 @@ try:
     print("send-closed=ok", flush=True)
 except OSError as e:
     print("send-closed=errno:%d" % e.errno, flush=True)
+# The same with SIGPIPE's default action, as a C program has it.
+g, h = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+h.close()
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        g.send(b"x")
+    except OSError:
+        pass
+    os._exit(0)
+_, status = os.waitpid(child, 0)
+print(
+    "sigpipe=%s"
+    % ("signal:%d" % os.WTERMSIG(status) if os.WIFSIGNALED(status) else "none"),
+    flush=True,
+)
 # A datagram socket of its own.
 try:
     socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
