@@ -7,14 +7,15 @@
 //! kernel clears it), so the two ends reach each other and nothing else.
 //! The pair is made in the run's network namespace and put in the
 //! process's table with `SECCOMP_IOCTL_NOTIF_ADDFD` (Linux 5.9); the two
-//! numbers are written where the call asked.
+//! numbers are written where the call asked, through the process's
+//! `/proc/PID/mem` opened while its call was still waiting.
 //!
 //! What a program can tell (tests/unix_sockets.rs): `SO_TYPE` says
 //! `SOCK_SEQPACKET`; once the peer is closed a read gives end of file
 //! (a datagram pair's would wait) and a send `EPIPE`, no `SIGPIPE` (a
 //! datagram pair's `ECONNREFUSED`); `SO_PEERCRED` names the stub.
 
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use nix::errno::Errno;
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
@@ -46,12 +47,26 @@ impl Sockets {
         if protocol != 0 && protocol != libc::AF_UNIX as u32 {
             return Err(Errno::EPROTONOSUPPORT);
         }
-        // The result's place, checked writable before anything is put in
-        // the process's table (its own bytes written back).
-        let pid = notif.pid as libc::pid_t;
+        // The process's memory, open before its call is checked to be
+        // still waiting: then the file is that process's, whatever its
+        // number names later (never another's, reused). The result's
+        // place is checked writable before anything is put in its table
+        // (its own bytes written back).
+        let name =
+            std::ffi::CString::new(format!("{}/mem", notif.pid)).map_err(|_| Errno::EINVAL)?;
+        let mem = sys::open_at(self.proc_dir(), &name, libc::O_RDWR, 0).map(sys::owned)?;
+        if !sys::notif_id_valid(listener, notif.id) {
+            return Err(Errno::ESRCH);
+        }
         let mut place = [0u8; 8];
-        sys::read_remote_exact(pid, args[3], &mut place).ok_or(Errno::EFAULT)?;
-        sys::write_remote_exact(pid, args[3], &place).ok_or(Errno::EFAULT)?;
+        let at = args[3];
+        let whole = |n: usize| if n == 8 { Ok(()) } else { Err(Errno::EFAULT) };
+        sys::pread(mem.as_raw_fd(), &mut place, at)
+            .map_err(|_| Errno::EFAULT)
+            .and_then(whole)?;
+        sys::pwrite(mem.as_raw_fd(), &place, at)
+            .map_err(|_| Errno::EFAULT)
+            .and_then(whole)?;
         let mut made = SockFlag::SOCK_CLOEXEC;
         if flags & SOCK_NONBLOCK != 0 {
             made |= SockFlag::SOCK_NONBLOCK;
@@ -64,7 +79,9 @@ impl Sockets {
         let second = sys::notif_addfd(listener, notif.id, two.as_fd(), cloexec)?;
         place[..4].copy_from_slice(&first.to_ne_bytes());
         place[4..].copy_from_slice(&second.to_ne_bytes());
-        sys::write_remote_exact(pid, args[3], &place).ok_or(Errno::EFAULT)?;
+        sys::pwrite(mem.as_raw_fd(), &place, at)
+            .map_err(|_| Errno::EFAULT)
+            .and_then(whole)?;
         self.pairs += 1;
         Ok(())
     }

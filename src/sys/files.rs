@@ -187,6 +187,24 @@ pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
     })
 }
 
+/// `pwrite(fd, buf, offset)`: the bytes written.
+pub fn pwrite(fd: RawFd, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+    // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_pwrite64,
+            [
+                fd as usize,
+                buf.as_ptr() as usize,
+                buf.len(),
+                offset as usize,
+                0,
+                0,
+            ],
+        )
+    })
+}
+
 /// Calls `each` with every name in the folder open on `fd` ("." and ".."
 /// too), read from the start in `buf`-sized batches, until `each` says
 /// stop (false). Allocates nothing.

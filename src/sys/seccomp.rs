@@ -211,32 +211,3 @@ pub fn read_remote_string(pid: libc::pid_t, addr: u64, buf: &mut [u8]) -> Option
 pub fn read_remote_exact(pid: libc::pid_t, addr: u64, buf: &mut [u8]) -> Option<()> {
     (read_remote(pid, addr, buf, false) == buf.len()).then_some(())
 }
-
-/// Writes `bytes` into another process's memory at `addr`
-/// (`process_vm_writev`, one call: the few bytes of a call's result),
-/// or `None` if not all of them could be written.
-pub fn write_remote_exact(pid: libc::pid_t, addr: u64, bytes: &[u8]) -> Option<()> {
-    let local = libc::iovec {
-        iov_base: bytes.as_ptr() as *mut libc::c_void,
-        iov_len: bytes.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as usize as *mut libc::c_void,
-        iov_len: bytes.len(),
-    };
-    // SAFETY: `local` describes `bytes`, which the kernel only reads; the
-    // remote address is written by the kernel in the other process only,
-    // where it checks the mapping.
-    let n = unsafe {
-        libc::syscall(
-            libc::SYS_process_vm_writev,
-            pid,
-            &local as *const libc::iovec,
-            1 as libc::c_ulong,
-            &remote as *const libc::iovec,
-            1 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
-    (n == bytes.len() as libc::c_long).then_some(())
-}
