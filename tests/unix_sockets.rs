@@ -491,16 +491,7 @@ fn a_named_host_socket_is_reached_and_nothing_else() {
                 use std::os::unix::process::CommandExt;
                 doctor.uid(u).gid(u).env("HOME", &d);
             }
-            let out = doctor.output().unwrap();
-            let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-                .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
-            let check = report["checks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["name"] == "unix sockets")
-                .cloned()
-                .unwrap_or_default();
+            let check = sockets_check(&doctor.output().unwrap());
             assert_eq!(check["status"], "ok", "{case}: {check}");
             assert!(
                 check["found"]
@@ -511,16 +502,7 @@ fn a_named_host_socket_is_reached_and_nothing_else() {
             );
             // Run from the agent's folder, which srt would bind writable:
             // refused, and why (issue 55).
-            let out = doctor.current_dir(&d).output().unwrap();
-            let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-                .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
-            let check = report["checks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["name"] == "unix sockets")
-                .cloned()
-                .unwrap_or_default();
+            let check = sockets_check(&doctor.current_dir(&d).output().unwrap());
             assert_eq!(check["status"], "warning", "{case}: {check}");
             let found = check["found"].as_str().unwrap_or_default();
             assert!(
@@ -533,6 +515,19 @@ fn a_named_host_socket_is_reached_and_nothing_else() {
         }
         drop(agent);
     }
+}
+
+/// The "unix sockets" check of a `--doctor --json` report.
+fn sockets_check(out: &Output) -> serde_json::Value {
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(out), stderr(out)));
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "unix sockets")
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The stub's resident memory (`VmRSS`, KiB), the helper we spawned.

@@ -80,7 +80,12 @@ impl Fences {
         if self.blind {
             return true;
         }
-        let Some((mut pid, mut start)) = known(proc_dir, tid) else {
+        // Each process up the parent links read once: its parent and
+        // start time.
+        let Some(mut pid) = tgid(proc_dir, tid) else {
+            return true;
+        };
+        let Some((mut parent, mut start)) = stat(proc_dir, pid) else {
             return true;
         };
         let me = sys::raw_getpid();
@@ -91,20 +96,15 @@ impl Fences {
             if start < since {
                 return false;
             }
-            let Some(parent) = parent(proc_dir, pid) else {
+            let Some((grand, parent_start)) = stat(proc_dir, parent).filter(|_| parent > 0) else {
                 return true;
             };
-            let Some(up) = stat(proc_dir, parent) else {
-                return true;
-            };
-            if self
-                .reapers
-                .iter()
-                .any(|&(p, s)| (p == parent || p == 0 && parent == me) && (s == 0 || s == up.1))
-            {
+            if self.reapers.iter().any(|&(p, s)| {
+                (p == parent || p == 0 && parent == me) && (s == 0 || s == parent_start)
+            }) {
                 return true;
             }
-            (pid, start) = (parent, up.1);
+            (pid, parent, start) = (parent, grand, parent_start);
         }
         true
     }
@@ -113,12 +113,17 @@ impl Fences {
 /// The process of the thread `tid`: its thread group's leader and that
 /// one's start time.
 fn known(proc_dir: RawFd, tid: libc::pid_t) -> Option<Known> {
-    let status = read(proc_dir, tid, "status")?;
-    let tgid = status
+    let tgid = tgid(proc_dir, tid)?;
+    Some((tgid, stat(proc_dir, tgid)?.1))
+}
+
+/// The thread group (the process) of the thread `tid`, from
+/// `/proc/TID/status` (take.rs's pidfd before Linux 6.9 too).
+pub(super) fn tgid(proc_dir: RawFd, tid: libc::pid_t) -> Option<libc::pid_t> {
+    read(proc_dir, tid, "status")?
         .lines()
         .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())?;
-    Some((tgid, stat(proc_dir, tgid)?.1))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// The stub's child that is PID 1 of its own namespace (init), if any
@@ -139,11 +144,6 @@ fn init(proc_dir: RawFd) -> Option<libc::pid_t> {
         }
     }
     Some(0)
-}
-
-/// The parent of process `pid`.
-fn parent(proc_dir: RawFd, pid: libc::pid_t) -> Option<libc::pid_t> {
-    stat(proc_dir, pid).map(|(ppid, _)| ppid).filter(|&p| p > 0)
 }
 
 /// Process `pid`'s parent and start time, from `/proc/PID/stat`.

@@ -52,13 +52,7 @@ impl Sockets {
             Err(Errno::EINVAL) => {}
             other => return other.map(|p| (p, true)),
         }
-        let name = std::ffi::CString::new(format!("{tid}/status")).map_err(|_| Errno::EINVAL)?;
-        let status = sys::read_file_at(self.proc_dir.as_raw_fd(), &name)?;
-        let tgid = String::from_utf8_lossy(&status)
-            .lines()
-            .find_map(|l| l.strip_prefix("Tgid:"))
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or(Errno::ESRCH)?;
+        let tgid = super::fence::tgid(self.proc_dir.as_raw_fd(), tid).ok_or(Errno::ESRCH)?;
         sys::pidfd_open(tgid).map(|p| (p, false))
     }
 }
