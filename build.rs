@@ -309,43 +309,52 @@ fn plan_tree(tests: &[Test]) -> Vec<Vec<Option<usize>>> {
 }
 
 /// Emits the tree for `tests[i..j]`: number `nr` goes to its test's target
-/// or, taken by none, is allowed; in the last chain (`j` the end) an x32
-/// number goes to `x32` first.
+/// or, taken by none, to `allow`; in the last chain (`j` the end) an x32
+/// number goes to `x32` first. Each chain's last test falls to the one
+/// `ret allow` at the program's end rather than to a `ret` of its own:
+/// fewer instructions for the kernel to check and compile.
 fn emit_tree(
     a: &mut Asm,
     tests: &[Test],
     plan: &[Vec<Option<usize>>],
     (i, j): (usize, usize),
-    (matched, x32): (usize, Option<usize>),
+    (matched, x32, allow): (usize, Option<usize>, usize),
 ) {
     if let Some(m) = plan[i][j] {
         let second = a.label();
         a.jump(BPF_JMP_JGE_K, tests[m].lo(), To::Label(second), To::Next);
-        emit_tree(a, tests, plan, (i, m), (matched, x32));
+        emit_tree(a, tests, plan, (i, m), (matched, x32, allow));
         a.place(second);
-        emit_tree(a, tests, plan, (m, j), (matched, x32));
+        emit_tree(a, tests, plan, (m, j), (matched, x32, allow));
         return;
     }
-    for test in &tests[i..j] {
+    let x32 = x32.filter(|_| j == tests.len());
+    for (k, test) in tests[i..j].iter().enumerate() {
+        // Where nothing follows in this chain, a miss is allowed.
+        let last = i + k + 1 == j && x32.is_none();
+        let miss = if last { To::Label(allow) } else { To::Next };
         match *test {
-            Test::Is(nr, to) => a.jump(BPF_JMP_JEQ_K, nr, to, To::Next),
+            Test::Is(nr, to) => a.jump(BPF_JMP_JEQ_K, nr, to, miss),
             Test::Range(lo, hi) => {
-                let after = a.label();
+                let after = if last { allow } else { a.label() };
                 a.jump(BPF_JMP_JGE_K, lo, To::Next, To::Label(after));
                 a.jump(BPF_JMP_JGT_K, hi, To::Label(after), To::Label(matched));
-                a.place(after);
+                if !last {
+                    a.place(after);
+                }
             }
         }
     }
-    if let (Some(x32), true) = (x32, j == tests.len()) {
+    if let Some(x32) = x32 {
         a.jump(
             BPF_JMP_JSET_K,
             rules::X32_SYSCALL_BIT,
             To::Label(x32),
-            To::Next,
+            To::Label(allow),
         );
+    } else if i == j {
+        a.ret(SECCOMP_RET_ALLOW);
     }
-    a.ret(SECCOMP_RET_ALLOW);
 }
 
 /// A rule's conditions, all of which must hold for `matched`; the first
@@ -465,7 +474,13 @@ fn compile(arch: Arch, mut rules: Vec<Rule>, extra: Extra) -> Result<Vec<Insn>, 
     // the tests: checked where the tree leaves the numbers past them.
     let x32 = (arch == Arch::X86_64 && extra.x32).then(|| a.label());
     let plan = plan_tree(&tests);
-    emit_tree(&mut a, &tests, &plan, (0, tests.len()), (matched, x32));
+    emit_tree(
+        &mut a,
+        &tests,
+        &plan,
+        (0, tests.len()),
+        (matched, x32, allow),
+    );
     if let Some(x32) = x32 {
         a.place(x32);
         a.jump(BPF_JMP_JEQ_K, u32::MAX, To::Label(allow), To::Label(kill));

@@ -160,6 +160,19 @@ impl Report {
     }
 }
 
+/// Whether the worker installs the run's listener, and how the stub is
+/// handed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Listener {
+    /// No listener wanted.
+    None,
+    /// Put in the stub's epoll instance, this number, which the stub's
+    /// poll watches: no wake-up for the handover (a report if that fails).
+    Epoll(RawFd),
+    /// Reported on the control channel (the stub has no epoll instance).
+    Reported,
+}
+
 /// The write end of the control channel (a pipe), as seen by init and
 /// the worker (a descriptor number: they share the stub's memory and its
 /// file table, which the worker's exec leaves for a copy of its own
@@ -198,11 +211,18 @@ impl Channel {
         });
     }
 
-    /// Tells the stub where the run's listener is (it is the stub's from
-    /// now: the table is shared, and the exec drops the command's copy),
-    /// or why there is none.
-    pub fn listener(self, listener: Result<std::os::fd::OwnedFd, Errno>) {
-        use std::os::fd::IntoRawFd;
+    /// Hands the stub the run's listener (it is the stub's from now: the
+    /// table is shared, and the exec drops the command's copy): into the
+    /// stub's epoll instance where it has one, which wakes no one, else
+    /// in a report saying where it is; or reports why there is none.
+    pub fn listener(self, listener: Result<std::os::fd::OwnedFd, Errno>, to: Listener) {
+        use std::os::fd::{AsRawFd, IntoRawFd};
+        if let (Ok(fd), Listener::Epoll(epoll)) = (&listener, to) {
+            if sys::epoll_add(epoll, fd.as_raw_fd()).is_ok() {
+                let _ = listener.map(IntoRawFd::into_raw_fd);
+                return;
+            }
+        }
         let errno = match listener {
             Ok(fd) => fd.into_raw_fd(),
             Err(e) => -(e as i32),

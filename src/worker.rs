@@ -12,10 +12,11 @@
 //! programs: the own-sockets policy's with a listener, or the one
 //! refusing every AF_UNIX socket, then for an observed run the observe
 //! filter with its listener; the namespaces filter, unless nesting is
-//! allowed), a write of one 8-byte report saying where the listener is
-//! (the worker shares the stub's file table, so the listener is the
-//! stub's at once; the exec leaves the command a copy of the table
-//! without it, close-on-exec), getpid and ioctl
+//! allowed), epoll_ctl putting the listener in the stub's epoll instance
+//! (or a write of one 8-byte report saying where it is; the worker
+//! shares the stub's file table, so the listener is the stub's at once;
+//! the exec leaves the command a copy of the table without it,
+//! close-on-exec), getpid and ioctl
 //! (TIOCSPGRP, on a terminal: terminal.rs), futex (the gate, on the
 //! namespace way: init's mounts and the stub's mount check done), execve
 //! (through execvp's PATH search), and on failure a write of one report
@@ -28,14 +29,14 @@ use nix::sys::signal::SigSet;
 
 use crate::error::{Step, errno, exec_exit_code};
 use crate::filter::Program;
-use crate::plan::{Channel, Kind, Plan, Way};
+use crate::plan::{Channel, Kind, Listener, Plan, Way};
 use crate::sys;
 
 pub fn run(
     plan: Plan,
     original_mask: SigSet,
     chan: Channel,
-    listener: bool,
+    listener: Listener,
     (gate, keys): (&'static sys::Gate, u32),
 ) -> ! {
     if let Err(e) = sys::set_sigmask(original_mask.as_ref()) {
@@ -76,7 +77,8 @@ pub fn run(
     // programs, all of them, and the stub is told why (never less than
     // asked).
     let mut namespaces = plan.filters.namespaces;
-    let unix = match (plan.filters.reporting, listener) {
+    let wanted = listener != Listener::None;
+    let unix = match (plan.filters.reporting, wanted) {
         (Some(r), true) => {
             let prog = r.listener[usize::from(capfree)][usize::from(plan.observed)];
             let installed = sys::install_filter_listener(prog.bytes());
@@ -84,10 +86,10 @@ pub fn run(
             if installed.is_ok() {
                 namespaces = r.namespaces;
             }
-            chan.listener(installed);
+            chan.listener(installed, listener);
             deny
         }
-        _ => today(&plan, capfree, deny, listener.then_some(chan)),
+        _ => today(&plan, capfree, deny, wanted.then_some((chan, listener))),
     };
     if let Some(unix) = unix {
         if let Err(e) = sys::install_filter(unix.bytes()) {
@@ -131,9 +133,14 @@ pub fn run(
 /// policy cannot hold: the filter that refuses every AF_UNIX socket
 /// instead, and the stub is told why. Observation alone is fail-open, as
 /// before. Returns the program still to install.
-fn today(plan: &Plan, capfree: bool, deny: Program, to_stub: Option<Channel>) -> Option<Program> {
+fn today(
+    plan: &Plan,
+    capfree: bool,
+    deny: Program,
+    to_stub: Option<(Channel, Listener)>,
+) -> Option<Program> {
     match (plan.filters.own, to_stub) {
-        (Some(own), Some(chan)) => {
+        (Some(own), Some((chan, to))) => {
             let prog = match (capfree, plan.observed) {
                 (false, false) => own.unix,
                 (true, false) => own.unix_capability_free,
@@ -142,11 +149,14 @@ fn today(plan: &Plan, capfree: bool, deny: Program, to_stub: Option<Channel>) ->
             };
             let installed = sys::install_filter_listener(prog.bytes());
             let deny = installed.is_err().then_some(deny);
-            chan.listener(installed);
+            chan.listener(installed, to);
             deny
         }
-        (None, Some(chan)) => {
-            chan.listener(sys::install_filter_listener(plan.filters.observe.bytes()));
+        (None, Some((chan, to))) => {
+            chan.listener(
+                sys::install_filter_listener(plan.filters.observe.bytes()),
+                to,
+            );
             Some(deny)
         }
         _ => Some(deny),

@@ -18,7 +18,7 @@ use nix::sys::signal::SigSet;
 use nix::unistd::Pid;
 
 use crate::error::Step;
-use crate::plan::Stub;
+use crate::plan::{Listener, Stub};
 use crate::sys;
 use crate::worker;
 
@@ -30,8 +30,9 @@ pub(super) struct InitArgs {
     pub(super) set: SigSet,
     pub(super) original: SigSet,
     pub(super) chan: Channel,
-    /// The worker installs the run's listener (and says where it is).
-    pub(super) listener: bool,
+    /// Whether the worker installs the run's listener, and how it hands
+    /// it to the stub.
+    pub(super) listener: Listener,
     /// How init (or the capability-free worker) sees that the stub is
     /// alive.
     pub(super) stub: Stub,

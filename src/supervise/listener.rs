@@ -2,14 +2,15 @@
 //! the own-sockets policy (sockets.rs) and of the refusal report
 //! (report.rs); then what the stub makes of the worker's report on it.
 //! The worker shares the stub's file table: the listener it installs is
-//! the stub's at once, and the report says at which number.
+//! the stub's at once, and the worker puts it in the stub's epoll
+//! instance (or reports at which number).
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use nix::errno::Errno;
 
 use crate::observe::Observer;
-use crate::plan::{Plan, Way};
+use crate::plan::{Listener, Plan, Way};
 use crate::report::Refusals;
 use crate::sockets::Sockets;
 use crate::sys;
@@ -19,8 +20,12 @@ pub(super) struct Listening {
     pub(super) sockets: Option<Sockets>,
     pub(super) unix_note: String,
     pub(super) refusals: Option<Refusals>,
-    /// The worker installs a listener (and reports where it is).
-    pub(super) wanted: bool,
+    /// Whether the worker installs a listener, and how it hands it over.
+    pub(super) handover: Listener,
+    /// Where the worker puts the listener: the stub polls this instance
+    /// until it holds the listener, so the handover wakes no one (a
+    /// report on the control channel should the instance be refused).
+    pub(super) epoll: Option<OwnedFd>,
 }
 
 /// The listener's side of a run: what `plan` asks for that can be had, the
@@ -62,13 +67,21 @@ pub(super) fn listening(
         plan.filters.reporting = None;
     }
     // The worker installs the listener (own sockets, observation, the
-    // refusals) and reports where it is on the control channel.
+    // refusals) and puts it in the stub's epoll instance (or reports where
+    // it is on the control channel).
     let wanted = observer.is_some() || sockets.is_some() || refusals.is_some();
+    let epoll = wanted.then(|| sys::epoll_new().ok()).flatten();
+    let handover = match (&epoll, wanted) {
+        (_, false) => Listener::None,
+        (Some(e), true) => Listener::Epoll(e.as_raw_fd()),
+        (None, true) => Listener::Reported,
+    };
     Listening {
         sockets,
         unix_note,
         refusals,
-        wanted,
+        handover,
+        epoll,
     }
 }
 

@@ -59,8 +59,8 @@
 //! sched_setaffinity, prctl (PDEATHSIG, no_new_privs), ppoll, getppid,
 //! mount, openat/write/close, mmap and mprotect (the worker's stack),
 //! clone, futex (the gate), rt_sigprocmask, rt_sigtimedwait, kill, wait4,
-//! seccomp, execve (through execvp's search), write of an 8-byte report,
-//! `_exit`.
+//! seccomp, epoll_ctl (the listener into the stub's epoll instance),
+//! execve (through execvp's search), write of an 8-byte report, `_exit`.
 //!
 //! Why a shared file table (sys::spawn_sharing_files): the listener the
 //! worker installs is the stub's at once (a socket pair and its messages
@@ -80,7 +80,7 @@
 //! mount guard, job control); init.rs is init. The types the worker shares
 //! with them are in plan.rs.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 use nix::fcntl::OFlag;
 use nix::sys::prctl;
@@ -90,7 +90,7 @@ use nix::unistd::Pid;
 use crate::error::{EXIT_SETUP, Error, Step};
 use crate::guard::{Guard, Lost, Pid1};
 use crate::observe::Observer;
-use crate::plan::{Channel, Kind, Plan, Report, Stub, Way};
+use crate::plan::{Channel, Kind, Listener, Plan, Report, Stub, Way};
 use crate::sys;
 use crate::terminal::Terminal;
 use crate::worker;
@@ -185,8 +185,10 @@ pub fn run(
         mut sockets,
         mut unix_note,
         mut refusals,
-        wanted,
+        handover,
+        epoll,
     } = listening(&mut plan, &mut observer, named, kernel_note);
+    let wanted = handover != Listener::None;
     let mut observe_errors = Vec::new();
     // The stub stays outside the command's PID namespace but shares its
     // user namespace (and, for a root caller, its capabilities there). Where
@@ -238,7 +240,7 @@ pub fn run(
         set,
         original,
         chan: Channel::new(theirs.as_raw_fd()),
-        listener: wanted,
+        listener: handover,
         stub: Stub::Unknown,
         // init's (namespace way) and the stub's (the guard's check).
         keys: u32::from(matches!(plan.way, Way::Namespaces { .. })) + u32::from(guard.is_some()),
@@ -347,6 +349,7 @@ pub fn run(
         sockets: sockets.as_mut(),
         refusals: refusals.as_mut(),
         unix_note: &mut unix_note,
+        epoll: epoll.as_ref().map(AsFd::as_fd),
     });
     let job = terminal.as_ref().map(|terminal| Job { terminal });
     let mut early = Vec::new();
@@ -385,8 +388,7 @@ pub fn run(
         .filter(|_| status != 0 || debug)
         .and_then(|r| r.line(debug));
     // Their descriptors and memory go with the stub's exit, soon after.
-    std::mem::forget(sockets);
-    std::mem::forget(refusals);
+    std::mem::forget((epoll, sockets, refusals));
     // The guard's inotify instance is in the table init shares: init's end
     // releases it (here it would be the last close, a grace period of
     // 10-15 ms before the caller has its status).
@@ -406,6 +408,8 @@ pub fn run(
         }
     }
     early.extend(read_reports(&ours));
+    // Closed by the stub's exit, soon after: no call for it here.
+    std::mem::forget(ours);
     Ok(Outcome {
         status: if lost.is_some() { EXIT_SETUP } else { status },
         reports: early,

@@ -4,7 +4,7 @@
 //! Runs in the outer stub only (after init or the worker has started).
 
 use std::mem::ManuallyDrop;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -162,8 +162,9 @@ impl Job<'_> {
 /// `status_from_init`, init reports the command's status on the control
 /// channel and outlives the stub: that report ends the wait (init's own
 /// end still does, should it come first).
-/// The listener's side of a run (the worker reports where it is on the
-/// control channel): who serves its notifications.
+/// The listener's side of a run (the worker hands it over through `epoll`,
+/// or reports where it is on the control channel): who serves its
+/// notifications.
 pub(super) struct Notify<'a> {
     pub(super) observer: Option<&'a mut Observer>,
     pub(super) sockets: Option<&'a mut Sockets>,
@@ -171,6 +172,8 @@ pub(super) struct Notify<'a> {
     /// Set when the own-sockets policy could not be kept (the worker then
     /// refused every AF_UNIX socket).
     pub(super) unix_note: &'a mut String,
+    /// The epoll instance the worker puts the listener in (listener.rs).
+    pub(super) epoll: Option<BorrowedFd<'a>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -192,20 +195,33 @@ pub(super) fn serve(
     // Init reports stops and its status on the control channel; the
     // capability-free worker is the stub's child, whose stops wait4 shows.
     let capfree = matches!(way, Way::CapabilityFree { .. });
-    // The worker's listener report comes on it too.
+    // The worker's listener report, should the epoll instance fail it,
+    // comes on it too.
     let mut control =
         (notify.is_some() || (!capfree && (job.is_some() || status_from_init))).then_some(ours);
     let untraced = job.is_some() && capfree;
-    let (mut obs, mut sockets, mut unix_note, mut refusals) = match notify {
-        Some(n) => (n.observer, n.sockets, Some(n.unix_note), n.refusals),
-        None => (None, None, None, None),
+    let (mut obs, mut sockets, mut unix_note, mut refusals, mut handover) = match notify {
+        Some(n) => (
+            n.observer,
+            n.sockets,
+            Some(n.unix_note),
+            n.refusals,
+            n.epoll,
+        ),
+        None => (None, None, None, None, None),
     };
     let mut listener: Option<ManuallyDrop<OwnedFd>> = None;
     let mut lost = None;
     loop {
         let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-        let listener_at = listener.as_ref().map(|l| {
-            fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
+        // The listener, once the stub holds it; until then the epoll
+        // instance the worker puts it in.
+        let listener_at = match (listener.as_ref(), handover) {
+            (Some(l), _) => Some(l.as_fd()),
+            (None, e) => e,
+        }
+        .map(|fd| {
+            fds.push(PollFd::new(fd, PollFlags::POLLIN));
             fds.len() - 1
         });
         let guard_at = guard.map(|g| {
@@ -273,7 +289,17 @@ pub(super) fn serve(
             }
         }
         if let Some(at) = listener_at {
-            if ready[at].contains(PollFlags::POLLIN) {
+            let mut ready_listener = ready[at];
+            if let (None, Some(e)) = (&listener, handover) {
+                // The handover: the listener's number and its events.
+                ready_listener = PollFlags::empty();
+                if let Ok(Some((fd, events))) = sys::epoll_ready(e) {
+                    listener = Some(ManuallyDrop::new(sys::owned(fd)));
+                    handover = None;
+                    ready_listener = PollFlags::from_bits_truncate(events as libc::c_short);
+                }
+            }
+            if ready_listener.contains(PollFlags::POLLIN) {
                 if let Some(l) = &listener {
                     crate::sockets::notified(
                         l.as_fd(),
@@ -282,11 +308,15 @@ pub(super) fn serve(
                         obs.as_deref_mut(),
                     );
                 }
-            } else if ready[at]
+            } else if ready_listener
                 .intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
             {
-                // No process is left under the filter.
-                listener = None;
+                // No process is left under the filter: closed now, while
+                // init reaps the command, rather than in the stub's exit,
+                // which the caller waits for (10 us a host run).
+                if let Some(l) = listener.take() {
+                    drop(ManuallyDrop::into_inner(l));
+                }
             }
         }
         if let Some(o) = obs.as_mut() {
@@ -298,6 +328,7 @@ pub(super) fn serve(
                 // The worker's one listener report.
                 if let Some(at) = early.iter().position(|r| r.kind == Kind::Listener) {
                     let value = early.remove(at).errno;
+                    handover = None;
                     listener = super::listener::received(
                         value,
                         &mut obs,

@@ -1,5 +1,5 @@
-//! seccomp: installing the filters (and the run's listener), the
-//! notifications (receive, continue, still valid), reading another
+//! seccomp: installing the filters (and the run's listener, handed to
+//! the stub through an epoll instance), the notifications (receive, continue, still valid), reading another
 //! process's memory, and the doctor's questions (which actions the
 //! kernel knows, this process's mode). Called by the worker (install),
 //! the stub (notifications) and the doctor.
@@ -58,6 +58,68 @@ pub fn install_filter_listener(prog: &'static [u8]) -> Result<OwnedFd, Errno> {
     // SAFETY: with this flag the kernel returns a new file descriptor, owned
     // here only.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `epoll_create1(EPOLL_CLOEXEC)`: the instance the stub sleeps on and
+/// the worker puts the run's listener in ([`epoll_add`]), so that the
+/// handover wakes no one.
+pub fn epoll_new() -> Result<OwnedFd, Errno> {
+    let fd = numeric(
+        libc::SYS_epoll_create1,
+        [libc::EPOLL_CLOEXEC as usize, 0, 0, 0, 0, 0],
+    )?;
+    // SAFETY: the kernel returns a new file descriptor, owned here only.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `epoll_ctl(epoll, EPOLL_CTL_ADD, fd)` for input, the event's data
+/// `fd`'s number. Raw: the worker calls it between clone and exec.
+pub fn epoll_add(epoll: RawFd, fd: RawFd) -> Result<(), Errno> {
+    let mut event = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: fd as u64,
+    };
+    // SAFETY: the kernel reads one `epoll_event` from the pointer, which
+    // points to `event`, alive on this frame for the whole call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_epoll_ctl,
+            [
+                epoll as usize,
+                libc::EPOLL_CTL_ADD as usize,
+                fd as usize,
+                (&raw mut event) as usize,
+                0,
+                0,
+            ],
+        )
+    })
+    .map(drop)
+}
+
+/// `epoll_pwait(epoll, one event, no wait)`: the ready descriptor's
+/// number (the data [`epoll_add`] gave it) and its events (`EPOLLIN` and
+/// `EPOLLHUP` are `POLLIN`'s and `POLLHUP`'s bits), if one is.
+pub fn epoll_ready(epoll: BorrowedFd<'_>) -> Result<Option<(RawFd, u32)>, Errno> {
+    let mut event = libc::epoll_event { events: 0, u64: 0 };
+    // SAFETY: the kernel writes at most one `epoll_event` (maxevents 1) to
+    // the pointer, which points to `event`, alive on this frame; no
+    // signal mask is passed (0).
+    let n = raw_result(unsafe {
+        syscall6(
+            libc::SYS_epoll_pwait,
+            [
+                epoll.as_raw_fd() as usize,
+                (&raw mut event) as usize,
+                1,
+                0,
+                0,
+                0,
+            ],
+        )
+    })?;
+    let (events, data) = (event.events, event.u64);
+    Ok((n == 1).then_some((data as RawFd, events)))
 }
 
 fn seccomp_filter(prog: &'static [u8], flags: libc::c_ulong) -> Result<usize, Errno> {
