@@ -353,7 +353,8 @@ fn the_outer_stub_is_locked_down() {
 
 /// The inner init (on the capability-free way, the worker) sets
 /// PR_SET_PDEATHSIG, then checks that the stub did not die before that
-/// took effect (the control socket's POLLHUP). strace holds its first
+/// took effect (init: a word the kernel clears at the stub's exit; the
+/// capability-free worker: getppid). strace holds its first
 /// prctl (the PDEATHSIG one) for a while, before it takes effect; the stub
 /// is killed meanwhile. Without the check, it would go on and run the
 /// command, orphaned.

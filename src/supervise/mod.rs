@@ -57,10 +57,9 @@
 //! their own stacks, never allocate, and make system calls only through
 //! `sys`'s raw wrappers, which leave libc's errno alone:
 //! sched_setaffinity, prctl (PDEATHSIG, no_new_privs), ppoll, getppid,
-//! mount, openat/write/close, mmap and mprotect (the worker's stack),
-//! clone, futex (the gate), rt_sigprocmask, rt_sigtimedwait, kill, wait4,
-//! seccomp, epoll_ctl (the listener into the stub's epoll instance),
-//! execve (through execvp's search), write of an 8-byte report, `_exit`.
+//! mount, openat/write/close, mmap, mprotect (the worker's stack), clone,
+//! futex (the gate), rt_sigprocmask, rt_sigtimedwait, kill, wait4, seccomp,
+//! epoll_ctl (the listener to the stub), execve (execvp's search), `_exit`.
 //!
 //! Why a shared file table (sys::spawn_sharing_files): the listener the
 //! worker installs is the stub's at once (a socket pair and its messages
@@ -72,8 +71,9 @@
 //! it; each write is one atomic unit, so a read returns whole reports);
 //! the stub reads them as they come where it serves a poll loop, and once
 //! its child is reaped. The write end stays open in the shared table for
-//! the stub's life: init sees the stub's death before its PDEATHSIG took
-//! on a pidfd of the stub, the capability-free worker by `getppid`.
+//! the stub's life: init sees the stub die before its PDEATHSIG took in a
+//! word the kernel clears then (sys::clear_on_exit), the capability-free
+//! worker by `getppid`.
 //!
 //! This file builds the tree and waits for it (`run`); serve.rs is the
 //! stub's side while the command runs (signals, reports, observation, the

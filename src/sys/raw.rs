@@ -213,50 +213,6 @@ pub fn raw_getpid() -> libc::pid_t {
     numeric(libc::SYS_getpid, [0; 6]).unwrap_or(0) as libc::pid_t
 }
 
-/// `ppoll` on `fd` for `events` (POLLHUP, POLLERR and POLLNVAL are
-/// reported besides), for at most `timeout` (`None`: no limit); the flags
-/// reported. EINTR sleeps again.
-fn poll_one(
-    fd: RawFd,
-    events: libc::c_short,
-    timeout: Option<&libc::timespec>,
-) -> Result<libc::c_short, Errno> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    let limit = timeout.map_or(0, |t| t as *const libc::timespec as usize);
-    loop {
-        // SAFETY: one pollfd, writable; `limit` is null or points at a
-        // timespec alive for the call; no signal mask.
-        let ret = unsafe {
-            syscall6(
-                libc::SYS_ppoll,
-                [(&raw mut pfd) as usize, 1, limit, 0, 8, 0],
-            )
-        };
-        match raw_result(ret) {
-            Err(Errno::EINTR) => {}
-            other => {
-                other?;
-                return Ok(pfd.revents);
-            }
-        }
-    }
-}
-
-/// Whether the process of `pidfd` has ended (a pidfd polls readable
-/// then): reported at once (a zero timeout).
-pub fn pidfd_ended(pidfd: RawFd) -> Result<bool, Errno> {
-    let zero = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    let flags = poll_one(pidfd, libc::POLLIN, Some(&zero))?;
-    Ok(flags & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
-}
-
 /// `getppid()`.
 pub fn raw_getppid() -> libc::pid_t {
     numeric(libc::SYS_getppid, [0; 6]).unwrap_or(0) as libc::pid_t

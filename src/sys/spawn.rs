@@ -5,10 +5,11 @@
 //! capability-free way's holder; `spawn_vfork` the namespace probe), `_exit`, `fork` (the
 //! race tester), and the race tester's exiting thread. Called by the stub
 //! (init, the capability-free worker, the holder, the probe), by init
-//! (the worker), by the shim (its holder) and by the race tester.
+//! (the worker), by the shim (its holder) and by the race tester; and
+//! the word the kernel clears when the stub exits (`clear_on_exit`).
 
 use std::io;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 use nix::errno::Errno;
 
@@ -404,4 +405,26 @@ impl Drop for ExitingThread<'_> {
             self.spin();
         }
     }
+}
+
+/// Sets `word` to 1 and has the kernel set it to 0 (and wake a futex
+/// waiter on it) when this process exits while another process shares its
+/// memory (`set_tid_address`: the task's `clear_child_tid`, written in the
+/// exit's release of the memory, before its children are told with their
+/// PDEATHSIG): how init, which runs in the stub's memory, sees that the
+/// stub died before init's PDEATHSIG took, with no descriptor nor call.
+/// It takes the place of musl's own registration (its thread-list lock,
+/// which only a thread waiting for another thread's end reads: this
+/// process never starts a thread). Returns this process's PID.
+pub fn clear_on_exit(word: &'static AtomicU32) -> libc::pid_t {
+    word.store(1, Ordering::Release);
+    // SAFETY: the kernel keeps the address and writes 4 bytes there at
+    // this process's exit; `word` is `'static` (never freed while the
+    // process lives), an aligned u32, and written by nothing else.
+    (unsafe {
+        syscall6(
+            libc::SYS_set_tid_address,
+            [word.as_ptr() as usize, 0, 0, 0, 0, 0],
+        )
+    }) as libc::pid_t
 }
