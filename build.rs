@@ -654,6 +654,15 @@ fn order_the_run_code() {
     // its message and aborts; RUST_BACKTRACE's backtrace is empty. The
     // dev profile unwinds and keeps them.
     if std::env::var("PROFILE").as_deref() == Ok("release") {
+        // The linker's map of the build as shipped (stripped): where each
+        // function went, by the name the ordering file must use. A build
+        // with its symbols kept is another build to cargo (`-C metadata`),
+        // whose functions' names differ in their hashes: tests/order.rs
+        // traces the shipped one, through this map.
+        let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+        println!("cargo:rustc-link-arg-bins=-Map={out}/apply-seccomp.map");
+        // The names as the ordering file gives them, mangled.
+        println!("cargo:rustc-link-arg-bins=--no-demangle");
         println!("cargo:rustc-link-arg-bins=--no-eh-frame-hdr");
         println!("cargo:rerun-if-changed=link/no-unwind-tables.ld");
         println!("cargo:rustc-link-arg-bins={dir}/link/no-unwind-tables.ld");

@@ -49,9 +49,14 @@ const RUNS: usize = 41;
 // 169388c failed at 48 > 47 with a call more on the run path, since
 // removed), host root 34-36: the spread, not a new page. One above the
 // highest median seen: 37 and 49 (issue 56 is to lower them).
+// Issue 56: the shipped build is laid out by link/run-order.txt at last
+// (the file had listed the names of a build with its symbols kept, whose
+// hashes differ: 103 of 538 matched the shipped build's); a run maps 58
+// pages of text instead of 154. Four readings: 31 and 43-44. One above
+// the highest median seen: 32 and 45.
 const LIMITS: [(&str, User, i64); 2] = [
-    ("host root", User::Root, 37),
-    ("host uid 65534", User::Unprivileged, 49),
+    ("host root", User::Root, 32),
+    ("host uid 65534", User::Unprivileged, 45),
 ];
 
 /// The release build, copied where uid 65534 can run it (as
