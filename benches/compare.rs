@@ -123,7 +123,7 @@ fn prepare() -> (PathBuf, PathBuf, PathBuf) {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let ours = dir.join("apply-seccomp");
-    std::fs::copy(env!("CARGO_BIN_EXE_apply-seccomp"), &ours).unwrap();
+    common::shipped_build(&ours);
     let c = dir.join("c-apply-seccomp");
     match std::env::var_os("APPLY_SECCOMP_C_HELPER") {
         Some(path) => {

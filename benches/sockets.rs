@@ -232,7 +232,6 @@ fn compile(dir: &Path, name: &str, code: &str) -> Option<PathBuf> {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::temp_dir().join(format!(
         "apply-seccomp-bench-sockets-{}",
         std::process::id()
@@ -243,19 +242,8 @@ fn main() {
     let sockets = dir.join("sockets");
     std::fs::create_dir_all(&sockets).unwrap();
     std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    let ok = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
-        .args(["build", "--release", "--quiet"])
-        .current_dir(root)
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "cargo build --release");
     let ours = dir.join("apply-seccomp");
-    std::fs::copy(
-        root.join("target/x86_64-unknown-linux-musl/release/apply-seccomp"),
-        &ours,
-    )
-    .or_else(|_| std::fs::copy(root.join("target/release/apply-seccomp"), &ours))
-    .expect("the release build");
+    common::shipped_build(&ours);
     let before_commit =
         std::env::var("APPLY_SECCOMP_SOCKETS_BEFORE").unwrap_or_else(|_| BEFORE.into());
     let before = build_before(&dir, &before_commit);
