@@ -116,7 +116,7 @@ fn eperm_fails_closed_with_the_hint() {
 /// the C library picks between equivalent syscalls (musl opens with `open`
 /// and forks with `fork` on x86_64, glibc uses `openat` and `clone`), the
 /// entry names them all, `|`-separated, and each one made is injected.
-const SETUP_CALLS: [(&str, &str); 25] = [
+const SETUP_CALLS: [(&str, &str); 28] = [
     ("unshare", "EPERM"),
     ("unshare", "EINVAL"),
     ("openat|open", "EACCES"),
@@ -148,6 +148,13 @@ const SETUP_CALLS: [(&str, &str); 25] = [
     // of its CPUs, its pin and its own CPUs back, init's CPUs back.
     ("sched_getaffinity", "EINVAL"),
     ("sched_setaffinity", "EINVAL"),
+    // The listener's handover (supervise/listener.rs): no epoll instance
+    // (the worker then reports the listener on the control channel), the
+    // worker's epoll_ctl refused (the same), the stub's read of the
+    // instance refused (the run ends).
+    ("epoll_create1", "EMFILE"),
+    ("epoll_ctl", "ENOMEM"),
+    ("epoll_pwait", "EINVAL"),
 ];
 
 /// One setting of the fault runs: the way in, on the host or inside

@@ -292,8 +292,10 @@ pub(super) fn serve(
             let mut ready_listener = ready[at];
             if let (None, Some(e)) = (&listener, handover) {
                 // The handover: the listener's number and its events.
+                // (A failure here could only be ours: the run ends, as
+                // the command's notified calls would wait forever.)
                 ready_listener = PollFlags::empty();
-                if let Ok(Some((fd, events))) = sys::epoll_ready(e) {
+                if let Some((fd, events)) = sys::epoll_ready(e)? {
                     listener = Some(ManuallyDrop::new(sys::owned(fd)));
                     handover = None;
                     ready_listener = PollFlags::from_bits_truncate(events as libc::c_short);
