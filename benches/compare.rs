@@ -212,23 +212,14 @@ fn candidates(
             argv: vec![c.to_string_lossy().into_owned(), "/bin/true".into()],
         },
     ];
-    if let Some(b) = base {
-        list.push(Candidate {
-            name: "base",
-            argv: vec![b.to_string_lossy().into_owned(), "/bin/true".into()],
-        });
-    }
-    if let Some(r) = reference {
-        list.push(Candidate {
-            name: "ref",
-            argv: vec![r.to_string_lossy().into_owned(), "/bin/true".into()],
-        });
-    }
-    if let Some(n) = null {
-        list.push(Candidate {
-            name: "null",
-            argv: vec![n.to_string_lossy().into_owned(), "/bin/true".into()],
-        });
+    // The fixed builds and the null helper, each where there is one.
+    for (name, path) in [("base", base), ("ref", reference), ("null", null)] {
+        if let Some(p) = path {
+            list.push(Candidate {
+                name,
+                argv: vec![p.to_string_lossy().into_owned(), "/bin/true".into()],
+            });
+        }
     }
     if let Some(u) = unshare {
         list.push(Candidate {
@@ -770,47 +761,29 @@ fn shim_against_bwrap(
     );
 }
 
-/// A static C program that only execv()s `bwrap` with its own arguments:
-/// what any shim costs before it does anything. None without a C compiler
-/// and static glibc (Debian's gcc and libc6-dev).
 /// A null helper: a static program that starts the command (`vfork`,
 /// `execv`) and waits for it, nothing else; `None` without gcc.
 fn null_helper(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("null-helper.c");
-    let bin = dir.join("null-helper");
-    std::fs::write(
-        &src,
+    common::static_c(
+        dir,
+        "null-helper",
         "#include <sys/wait.h>\n#include <unistd.h>\nint main(int argc, char **argv) { (void)argc; \
          pid_t c = vfork(); if (c == 0) { execv(argv[1], argv + 1); _exit(127); } int st = 0; \
          if (c < 0 || waitpid(c, &st, 0) < 0) return 125; return WIFEXITED(st) ? \
          WEXITSTATUS(st) : 128; }\n",
     )
-    .ok()?;
-    let ok = Command::new("gcc")
-        .args(["-O2", "-static", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(bin)
 }
 
+/// A static C program that only execv()s `bwrap` with its own arguments:
+/// what any shim costs before it does anything. None without a C compiler
+/// and static glibc (Debian's gcc and libc6-dev).
 fn null_exec_shim(dir: &Path, bwrap: &str) -> Option<PathBuf> {
-    let src = dir.join("null-shim.c");
-    let bin = dir.join("null-shim");
-    std::fs::write(
-        &src,
-        format!(
+    common::static_c(
+        dir,
+        "null-shim",
+        &format!(
             "#include <unistd.h>\nint main(int argc, char **argv) {{ (void)argc; \
              execv(\"{bwrap}\", argv); return 127; }}\n"
         ),
     )
-    .ok()?;
-    let ok = Command::new("gcc")
-        .args(["-O2", "-static", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(bin)
 }

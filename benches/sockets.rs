@@ -216,21 +216,6 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// `name` built from `code` with static glibc (the loop and the floor run
-/// under bubblewrap's line too).
-fn compile(dir: &Path, name: &str, code: &str) -> Option<PathBuf> {
-    let src = dir.join(format!("{name}.c"));
-    let bin = dir.join(name);
-    std::fs::write(&src, code).ok()?;
-    let ok = Command::new("gcc")
-        .args(["-O2", "-static", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(bin)
-}
-
 fn main() {
     let dir = std::env::temp_dir().join(format!(
         "apply-seccomp-bench-sockets-{}",
@@ -247,8 +232,8 @@ fn main() {
     let before_commit =
         std::env::var("APPLY_SECCOMP_SOCKETS_BEFORE").unwrap_or_else(|_| BEFORE.into());
     let before = build_before(&dir, &before_commit);
-    let lp = compile(&dir, "connect-loop", LOOP_C);
-    let floor = compile(&dir, "floor", FLOOR_C);
+    let lp = common::static_c(&dir, "connect-loop", LOOP_C);
+    let floor = common::static_c(&dir, "floor", FLOOR_C);
     if lp.is_none() || floor.is_none() {
         eprintln!("no gcc with static glibc: the connect loops are left out");
     }

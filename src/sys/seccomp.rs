@@ -1,5 +1,6 @@
 //! seccomp: installing the filters (and the run's listener, handed to
-//! the stub through an epoll instance), the notifications (receive, continue, still valid), reading another
+//! the stub through an epoll instance), the notifications (receive,
+//! continue, still valid), reading another
 //! process's memory, and the doctor's questions (which actions the
 //! kernel knows, this process's mode). Called by the worker (install),
 //! the stub (notifications) and the doctor.

@@ -415,16 +415,16 @@ impl Drop for ExitingThread<'_> {
 /// stub died before init's PDEATHSIG took, with no descriptor nor call.
 /// It takes the place of musl's own registration (its thread-list lock,
 /// which only a thread waiting for another thread's end reads: this
-/// process never starts a thread). Returns this process's PID.
-pub fn clear_on_exit(word: &'static AtomicU32) -> libc::pid_t {
+/// process never starts a thread).
+pub fn clear_on_exit(word: &'static AtomicU32) {
     word.store(1, Ordering::Release);
     // SAFETY: the kernel keeps the address and writes 4 bytes there at
     // this process's exit; `word` is `'static` (never freed while the
     // process lives), an aligned u32, and written by nothing else.
-    (unsafe {
+    unsafe {
         syscall6(
             libc::SYS_set_tid_address,
             [word.as_ptr() as usize, 0, 0, 0, 0, 0],
-        )
-    }) as libc::pid_t
+        );
+    }
 }

@@ -531,16 +531,20 @@ pub fn release_build(target: &str, env: &[(&str, &str)], name: &str) -> PathBuf 
         .status()
         .expect("cargo build --release");
     assert!(status.success(), "cargo build --release: {status:?}");
-    // target/<triple>/release, or target/release without a build target.
-    let built = std::fs::read_dir(&target)
+    let copy = fixture().dir.join(name);
+    install(&release_binary(&target), &copy, 0o755);
+    copy
+}
+
+/// The release binary in the target folder `target`:
+/// `<triple>/release`, or `release` without a build target.
+fn release_binary(target: &Path) -> PathBuf {
+    std::fs::read_dir(target)
         .unwrap()
         .map(|e| e.unwrap().path().join("release/apply-seccomp"))
         .chain([target.join("release/apply-seccomp")])
         .find(|p| p.is_file())
-        .expect("the release binary");
-    let copy = fixture().dir.join(name);
-    install(&built, &copy, 0o755);
-    copy
+        .expect("the release binary")
 }
 
 /// This checkout's release build, as shipped, copied to `to`. Not the
@@ -559,12 +563,23 @@ pub fn shipped_build(to: &Path) {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    std::fs::copy(
-        target.join("x86_64-unknown-linux-musl/release/apply-seccomp"),
-        to,
-    )
-    .or_else(|_| std::fs::copy(target.join("release/apply-seccomp"), to))
-    .expect("the release build");
+    std::fs::copy(release_binary(&target), to).expect("copy the release build");
+}
+
+/// `name` built in `dir` from the C source `code` with static glibc (so
+/// that it runs under bubblewrap's line too); `None` without gcc or
+/// static glibc (Debian's gcc and libc6-dev). For the benches' floors.
+pub fn static_c(dir: &Path, name: &str, code: &str) -> Option<PathBuf> {
+    let src = dir.join(format!("{name}.c"));
+    let bin = dir.join(name);
+    std::fs::write(&src, code).ok()?;
+    let ok = Command::new("gcc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(bin)
 }
 
 /// The files under `dir` whose names end in `.ext`, at any depth, in a
