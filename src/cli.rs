@@ -84,6 +84,8 @@ pub struct RunConfig {
     pub allow_unix: Vec<PathBuf>,
     /// Refused calls counted and said (not `APPLY_SECCOMP_REFUSALS=off`).
     pub report: bool,
+    /// The run's task cap asked for (`APPLY_SECCOMP_MAX_TASKS`, tasks.rs).
+    pub max_tasks: crate::tasks::Asked,
 }
 
 /// Where and how to report observed calls.
@@ -201,6 +203,7 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         unix,
         allow_unix,
         report: refusals_reported(env.refusals.as_deref())?,
+        max_tasks: crate::tasks::Asked::read(env.max_tasks.as_deref())?,
         argv: rest.to_vec(),
         allow_nested_userns: is(&env.allow_nested_userns, "1"),
         debug: env.debug_enabled(),

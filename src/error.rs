@@ -55,10 +55,11 @@ pub enum Step {
     ProcReadOnly,
     Gate,
     Cpus,
+    TaskCap,
 }
 
 impl Step {
-    const ALL: [Step; 31] = [
+    const ALL: [Step; 32] = [
         Step::UnsharePidMount,
         Step::WaitSingleThreaded,
         Step::UnshareUser,
@@ -90,6 +91,7 @@ impl Step {
         Step::ProcReadOnly,
         Step::Gate,
         Step::Cpus,
+        Step::TaskCap,
     ];
 
     pub fn from_u8(v: u8) -> Option<Step> {
@@ -129,6 +131,7 @@ impl Step {
             Step::ProcReadOnly => "mount(/proc, MS_BIND|MS_REC|MS_RDONLY)",
             Step::Gate => "futex(the worker's gate)",
             Step::Cpus => "sched_setaffinity(the caller's CPUs back)",
+            Step::TaskCap => "the run's task cap (RLIMIT_NPROC, or pid_max)",
         }
     }
 }

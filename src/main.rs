@@ -41,6 +41,7 @@ mod shim;
 mod sockets;
 mod supervise;
 mod sys;
+mod tasks;
 mod terminal;
 mod threads;
 mod unix_diag;
@@ -140,6 +141,7 @@ fn help() -> String {
            SRT_DEBUG=<non-empty>      diagnostics on stderr\n  \
            APPLY_SECCOMP_UNIX=deny    refuse every AF_UNIX socket (upstream's policy)\n  \
            APPLY_SECCOMP_ALLOW_UNIX=P:Q  host sockets a connect may reach too\n  \
+           APPLY_SECCOMP_MAX_TASKS=N  tasks a run may have (1024 or 128/CPU; 0: no cap)\n  \
            SRT_HELPER_FEATURES=1      with no arguments: print supported features\n\n\
          Exit status: the command's own; 125 helper failure; 126 command not\n\
          executable; 127 command not found.\n",
@@ -199,7 +201,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
 
     let pid1 = guard::Pid1::look();
     let entry = userns::enter(&Backoff::default(), cfg.way_in)?;
-    debug(cfg.debug, || describe_entry(&entry));
+    debug(cfg.debug, || entry.describe());
 
     caps::clear(None, caps::CapSet::Ambient)
         .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
@@ -287,6 +289,23 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     // exit releases them: measured cheaper there for commands run back to
     // back (docs/performance.md).
     let init_outlives_stub = pid1.is_bubblewrap() && matches!(way, Way::Namespaces { .. });
+    // The CPUs: the default task cap grows with them, and init starts on
+    // one of them (supervise/).
+    let had = matches!(way, Way::Namespaces { .. })
+        .then(sys::affinity)
+        .flatten();
+    let tasks = tasks::for_run(cfg.max_tasks, &entry.path, had.as_ref())?;
+    debug(cfg.debug, || {
+        tasks.map_or_else(
+            || {
+                format!(
+                    "task cap: none ({}=0, or none can be kept here)",
+                    tasks::VARIABLE
+                )
+            },
+            |c| c.describe(),
+        )
+    });
     let outcome = supervise::run(
         plan::Plan {
             exec,
@@ -296,9 +315,10 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             job_control: false,
             init_outlives_stub,
             observed: observer.is_some(),
+            tasks,
         },
         observer.as_mut(),
-        pid1,
+        (pid1, had),
         (cfg.debug, &cfg.allow_unix, unix_note),
     )?;
     for text in &outcome.observe_errors {
@@ -318,7 +338,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         });
     }
     for report in &outcome.reports {
-        print_report(cfg, report);
+        print_report(cfg, tasks, report);
     }
     // The helper's own failures use 125-127 too: a command exiting with
     // one of them could pass its own message off as the helper's.
@@ -343,48 +363,7 @@ fn command_ran(outcome: &supervise::Outcome) -> bool {
     outcome.lost.is_none() && !outcome.reports.iter().any(|r| r.kind == Kind::Fatal)
 }
 
-/// The `SRT_DEBUG` line for the way in: which, and why.
-fn describe_entry(entry: &userns::Entry) -> String {
-    match &entry.path {
-        Path::UserNamespace(u) => format!(
-            "entry: user namespace path; threads checked: {}, thread polls: {}, \
-             user namespace unshare retries: {}, userns entry {} us, total {} us",
-            if u.wait.checked {
-                "yes"
-            } else {
-                "no (/proc unreadable)"
-            },
-            u.wait.polls,
-            u.retries,
-            u.elapsed.as_micros(),
-            entry.elapsed.as_micros()
-        ),
-        Path::Direct { retries } => format!(
-            "entry: direct path (CAP_SYS_ADMIN); retries: {retries}, total {} us",
-            entry.elapsed.as_micros()
-        ),
-        Path::CapabilityFree { refusal, wait } => format!(
-            "entry: capability-free path ({}); threads checked: {}, thread polls: {}, \
-             total {} us",
-            match refusal {
-                None => "asked for with --way-in=capability-free".to_string(),
-                Some(r) => format!(
-                    "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID) refused; {}",
-                    r.hint()
-                ),
-            },
-            if wait.checked {
-                "yes"
-            } else {
-                "no (/proc unreadable)"
-            },
-            wait.polls,
-            entry.elapsed.as_micros()
-        ),
-    }
-}
-
-fn print_report(cfg: &RunConfig, r: &Report) {
+fn print_report(cfg: &RunConfig, tasks: Option<tasks::Cap>, r: &Report) {
     let source = io::Error::from_raw_os_error(r.errno);
     match (r.kind, r.step) {
         (Kind::Fatal, Step::Exec) => eprintln!(
@@ -401,6 +380,11 @@ fn print_report(cfg: &RunConfig, r: &Report) {
             step.describe(),
             error::strerror(&source)
         ),
+        (Kind::TaskCap, _) => {
+            if let Some(cap) = &tasks {
+                eprintln!("{}", cap.line(u32::try_from(r.errno).unwrap_or(0)));
+            }
+        }
         (Kind::Stopped | Kind::Exited | Kind::Listener, _) => {}
         // Notes a command cannot act on: SRT_DEBUG's and the doctor's,
         // never every command's stderr (issue 46).

@@ -40,6 +40,9 @@ pub struct Plan {
     /// Write observation is on (`SRT_OBSERVE_SOCK`): its calls go to the
     /// listener too.
     pub observed: bool,
+    /// The run's task cap (tasks.rs): init writes `pid_max` where the
+    /// cap is kept that way, and counts what the command left.
+    pub tasks: Option<crate::tasks::Cap>,
 }
 
 /// The way in, as the process tree sees it.
@@ -107,6 +110,9 @@ pub enum Kind {
     /// the negated errno of its install (the worker then installed
     /// today's programs).
     Listener = 6,
+    /// Not a failure: the command met the run's task cap (tasks.rs), the
+    /// processes left at its end in `errno` (init to the stub).
+    TaskCap = 7,
 }
 
 /// One report from an inner process.
@@ -152,6 +158,7 @@ impl Report {
             4 => Kind::Stopped,
             5 => Kind::Exited,
             6 => Kind::Listener,
+            7 => Kind::TaskCap,
             _ => return None,
         };
         Some(Report {
@@ -210,6 +217,16 @@ impl Channel {
             kind: Kind::Exited,
             step: Step::Wait,
             errno: status,
+        });
+    }
+
+    /// Reports that the command met the run's task cap, with the
+    /// processes it left (not an errno: `Errno` would drop most counts).
+    pub fn task_cap(self, left: u32) {
+        self.send(Report {
+            kind: Kind::TaskCap,
+            step: Step::TaskCap,
+            errno: i32::try_from(left).unwrap_or(i32::MAX),
         });
     }
 

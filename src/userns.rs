@@ -209,6 +209,50 @@ pub fn probe() -> Probe {
     }
 }
 
+impl Entry {
+    /// The `SRT_DEBUG` line for the way in: which, and why.
+    pub fn describe(&self) -> String {
+        let entry = self;
+        match &entry.path {
+            Path::UserNamespace(u) => format!(
+                "entry: user namespace path; threads checked: {}, thread polls: {}, \
+                 user namespace unshare retries: {}, userns entry {} us, total {} us",
+                if u.wait.checked {
+                    "yes"
+                } else {
+                    "no (/proc unreadable)"
+                },
+                u.wait.polls,
+                u.retries,
+                u.elapsed.as_micros(),
+                entry.elapsed.as_micros()
+            ),
+            Path::Direct { retries } => format!(
+                "entry: direct path (CAP_SYS_ADMIN); retries: {retries}, total {} us",
+                entry.elapsed.as_micros()
+            ),
+            Path::CapabilityFree { refusal, wait } => format!(
+                "entry: capability-free path ({}); threads checked: {}, thread polls: {}, \
+                 total {} us",
+                match refusal {
+                    None => "asked for with --way-in=capability-free".to_string(),
+                    Some(r) => format!(
+                        "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID) refused; {}",
+                        r.hint()
+                    ),
+                },
+                if wait.checked {
+                    "yes"
+                } else {
+                    "no (/proc unreadable)"
+                },
+                wait.polls,
+                entry.elapsed.as_micros()
+            ),
+        }
+    }
+}
+
 /// Waits for a single thread, then `unshare(CLONE_NEWUSER|CLONE_NEWNS|
 /// CLONE_NEWPID)` with bounded retries on EINVAL.
 pub fn enter_user_namespace(backoff: &Backoff) -> Result<UsernsEntry, Error> {

@@ -15,6 +15,8 @@ pub struct Env {
     pub allow_unix: Option<OsString>,
     /// `APPLY_SECCOMP_REFUSALS` (cli/unix.rs).
     pub refusals: Option<OsString>,
+    /// `APPLY_SECCOMP_MAX_TASKS` (tasks.rs).
+    pub max_tasks: Option<OsString>,
 }
 
 impl Env {
@@ -33,6 +35,7 @@ impl Env {
             unix,
             allow_unix,
             refusals,
+            max_tasks,
         ] = crate::sys::env_values([
             "SRT_ALLOW_NESTED_USERNS",
             "SRT_DEBUG",
@@ -42,6 +45,7 @@ impl Env {
             "APPLY_SECCOMP_UNIX",
             "APPLY_SECCOMP_ALLOW_UNIX",
             "APPLY_SECCOMP_REFUSALS",
+            crate::tasks::VARIABLE,
         ]);
         Env {
             allow_nested_userns,
@@ -52,6 +56,7 @@ impl Env {
             unix,
             allow_unix,
             refusals,
+            max_tasks,
         }
     }
 }

@@ -31,6 +31,7 @@ mod child;
 mod claude;
 mod clients;
 mod container;
+mod limits;
 mod machine;
 mod node;
 mod sandbox;
@@ -282,6 +283,7 @@ pub fn run(cfg: &Config) -> Report {
     checks.extend(bwrap_run);
     let way = bwrap_way.unwrap_or(way);
     checks.push(sockets::check(&binary));
+    checks.push(limits::check(&binary));
     checks.extend(clients::srt(&binary, cfg.srt_settings.as_deref()));
     // Node is never run: its version is read (node.rs).
     checks.push(node::check());

@@ -112,6 +112,19 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
             chan.report(Kind::Debug, Step::LimitUserns, e);
         }
     }
+    // The task cap's part in this PID namespace: its own pid_max
+    // (tasks.rs; the stub checked the kernel keeps one per namespace).
+    // Where RLIMIT_NPROC holds the cap too, a refusal is tolerated.
+    if let Some(cap) = plan.tasks.filter(|c| c.means.pid_max) {
+        let mut buf = [0; 11];
+        let value = crate::tasks::decimal(cap.pid_max(), &mut buf);
+        if let Err(e) = sys::write_file(c"/proc/sys/kernel/pid_max", value) {
+            if cap.asked && !cap.means.rlimit {
+                chan.fail(Step::TaskCap, e);
+            }
+            chan.report(Kind::Debug, Step::TaskCap, e);
+        }
+    }
     // The caller's /proc stays, listing processes outside, some of whose
     // files take writes with no ptrace-mode check (oom_score_adj,
     // autogroup): read-only for the command, with what is mounted in it.
@@ -141,12 +154,22 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
         // of the namespace would: once the stub has the status, none of
         // the command's processes runs. Then init waits for the stub's
         // exit (PDEATHSIG), and its own end releases the run.
-        Ok(status) if plan.init_outlives_stub => {
-            sys::end_all_others();
-            chan.exited(status);
-            sys::wait_to_be_killed()
+        // With a task cap, what is left is counted first (the end of the
+        // namespace would end it a moment later): a command that met the
+        // cap left about as many processes, and the stub says so.
+        Ok(status) => {
+            if plan.init_outlives_stub || plan.tasks.is_some() {
+                let left = sys::end_all_others();
+                if plan.tasks.is_some_and(|cap| cap.reached(left)) {
+                    chan.task_cap(left);
+                }
+            }
+            if plan.init_outlives_stub {
+                chan.exited(status);
+                sys::wait_to_be_killed()
+            }
+            sys::exit_now(status)
         }
-        Ok(status) => sys::exit_now(status),
         Err(e) => chan.fail(Step::Wait, e),
     }
 }

@@ -164,7 +164,7 @@ fn signal_set() -> SigSet {
 pub fn run(
     plan: Plan,
     mut observer: Option<&mut Observer>,
-    pid1: Pid1,
+    (pid1, had): (Pid1, Option<libc::cpu_set_t>),
     (debug, named, kernel_note): (bool, &[std::path::PathBuf], Option<String>),
 ) -> Result<Outcome, Error> {
     let set = signal_set();
@@ -261,7 +261,7 @@ pub fn run(
             // takes them back once init has run. Measured: paired 0.991 and
             // 0.994 of the build before under bubblewrap, 0.984 unpaired;
             // 1.00 on the host (docs/performance.md).
-            let had = sys::pin_to_this_cpu();
+            let had = sys::pin_to_this_cpu(had);
             let inner = InitArgs {
                 cpus: had,
                 stub: Stub::for_init(),

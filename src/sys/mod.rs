@@ -13,7 +13,8 @@
 //! notifications, fd passing, another process's memory), `signals`
 //! (masks, waiting, reaping, process groups and the terminal), `sockets`
 //! (the own-sockets policy's calls in the stub), `files`
-//! (the shim's locks, renames and closing). This file:
+//! (the shim's locks, renames and closing), `limits` (the task cap's
+//! process limit, CPUs and kernel release). This file:
 //! the C `main`, the environment, and small fd helpers.
 #![allow(unsafe_code)]
 
@@ -28,6 +29,7 @@ mod arena;
 mod exec;
 mod files;
 mod gate;
+mod limits;
 mod locks;
 mod raw;
 mod seccomp;
@@ -43,6 +45,7 @@ static ALLOCATOR: arena::Arena<{ arena::SIZE }> = arena::Arena::new();
 
 pub use files::*;
 pub use gate::*;
+pub use limits::*;
 pub use locks::*;
 pub use raw::*;
 pub use seccomp::*;

@@ -330,33 +330,15 @@ pub fn raw_set_affinity(mask: &libc::cpu_set_t) -> Result<(), Errno> {
 
 /// Keeps this thread on the CPU it runs on, for a child about to be made
 /// to start there ([`raw_set_affinity`] gives the CPUs back): the CPUs it
-/// had, or `None` where it had one already or either call failed (nothing
-/// changed then). The stub's, before init starts: it asks libc's
+/// `had` ([`super::affinity`]), or `None` where it had one already, they
+/// were not known or a call failed (nothing changed then). The stub's, before init starts: it asks libc's
 /// `sched_getcpu`, which may set errno. The CPUs as `sched_getaffinity`
 /// reads them: where a cpuset narrows what the caller asked for, the
 /// command gets the narrower set as its own, and keeps it should the
 /// cpuset widen later.
-pub fn pin_to_this_cpu() -> Option<libc::cpu_set_t> {
-    // SAFETY: cpu_set_t is plain bits; zeroed is the empty set.
-    let mut had: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the kernel writes at most `size_of::<cpu_set_t>()` bytes to
-    // `had`, a whole set.
-    raw_result(unsafe {
-        syscall6(
-            libc::SYS_sched_getaffinity,
-            [
-                0,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                (&raw mut had) as usize,
-                0,
-                0,
-                0,
-            ],
-        )
-    })
-    .ok()?;
-    // SAFETY: reads the set only.
-    if unsafe { libc::CPU_COUNT(&had) } < 2 {
+pub fn pin_to_this_cpu(had: Option<libc::cpu_set_t>) -> Option<libc::cpu_set_t> {
+    let had = had?;
+    if super::cpu_count(&had) < 2 {
         return None;
     }
     // SAFETY: no arguments; the vDSO's getcpu on x86_64, a system call

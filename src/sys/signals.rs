@@ -157,15 +157,17 @@ pub fn no_child_left() -> bool {
 /// made inside it, by the worker or a descendant; an orphan goes to init
 /// or to a subreaper below it), so where init has no child left
 /// ([`no_child_left`]) there is none, and no `kill(-1)`, which walks every
-/// process of the machine to find those of the namespace.
-pub fn end_all_others() {
+/// process of the machine to find those of the namespace. Returns how
+/// many it reaped (the task cap's count, tasks.rs).
+pub fn end_all_others() -> u32 {
     if no_child_left() {
-        return;
+        return 0;
     }
     let _ = numeric(
         libc::SYS_kill,
         [-1isize as usize, libc::SIGKILL as usize, 0, 0, 0, 0],
     );
+    let mut reaped_all = 0u32;
     loop {
         // SAFETY: no status pointer, no rusage: nothing is written back.
         let reaped = raw_result(unsafe {
@@ -175,8 +177,9 @@ pub fn end_all_others() {
             )
         });
         match reaped {
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(_) => return,
+            Ok(_) => reaped_all = reaped_all.saturating_add(1),
+            Err(Errno::EINTR) => {}
+            Err(_) => return reaped_all,
         }
     }
 }

@@ -1,0 +1,106 @@
+//! The run's task cap's calls (tasks.rs), the stub's: its process limit
+//! read and set, the CPUs it may run on, the kernel's release. Before the
+//! first child, so libc's errno is the stub's own.
+
+use std::io;
+
+use nix::errno::Errno;
+
+use super::raw::{raw_result, syscall6};
+
+/// `RLIMIT_NPROC`'s soft value; `None`: unlimited.
+pub fn process_limit() -> io::Result<Option<u64>> {
+    // SAFETY: plain bits; the kernel fills both words.
+    let mut old: libc::rlimit64 = unsafe { std::mem::zeroed() };
+    // SAFETY: no new limit (null); `old` is a whole rlimit64 the kernel
+    // writes, borrowed for the call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_prlimit64,
+            [
+                0,
+                libc::RLIMIT_NPROC as usize,
+                0,
+                (&raw mut old) as usize,
+                0,
+                0,
+            ],
+        )
+    })
+    .map_err(io::Error::from)?;
+    Ok((old.rlim_cur != libc::RLIM64_INFINITY).then_some(old.rlim_cur))
+}
+
+/// `RLIMIT_NPROC` set to `limit`, soft and hard (a process without
+/// CAP_SYS_RESOURCE in the initial user namespace cannot raise it
+/// again), in the same call that reads the soft value it had (`None`:
+/// unlimited).
+pub fn set_process_limit(limit: u64) -> io::Result<Option<u64>> {
+    let new = libc::rlimit64 {
+        rlim_cur: limit,
+        rlim_max: limit,
+    };
+    // SAFETY: plain bits; the kernel fills both words.
+    let mut old: libc::rlimit64 = unsafe { std::mem::zeroed() };
+    // SAFETY: `new` is a whole rlimit64 the kernel reads and `old` one it
+    // writes, both borrowed for the call.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_prlimit64,
+            [
+                0,
+                libc::RLIMIT_NPROC as usize,
+                (&raw const new) as usize,
+                (&raw mut old) as usize,
+                0,
+                0,
+            ],
+        )
+    })
+    .map_err(io::Error::from)?;
+    Ok((old.rlim_cur != libc::RLIM64_INFINITY).then_some(old.rlim_cur))
+}
+
+/// The CPUs this thread may run on, `None` where the kernel does not say.
+pub fn affinity() -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain bits; zeroed is the empty set.
+    let mut had: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel writes at most `size_of::<cpu_set_t>()` bytes to
+    // `had`, a whole set.
+    raw_result(unsafe {
+        syscall6(
+            libc::SYS_sched_getaffinity,
+            [
+                0,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                (&raw mut had) as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    })
+    .ok()?;
+    Some(had)
+}
+
+/// How many CPUs `set` holds.
+pub fn cpu_count(set: &libc::cpu_set_t) -> u32 {
+    // SAFETY: reads the set only.
+    u32::try_from(unsafe { libc::CPU_COUNT(set) }).unwrap_or(1)
+}
+
+/// The kernel's release (`uname -r`), up to its first NUL.
+pub fn kernel_release() -> Result<Vec<u8>, Errno> {
+    // SAFETY: plain bytes; the kernel fills every field.
+    let mut name: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `name` is a whole utsname the kernel writes, borrowed for
+    // the call.
+    raw_result(unsafe { syscall6(libc::SYS_uname, [(&raw mut name) as usize, 0, 0, 0, 0, 0]) })?;
+    Ok(name
+        .release
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect())
+}
