@@ -45,7 +45,7 @@ pub const FLOOR: u32 = 1024;
 pub const PER_CPU: u32 = 128;
 
 /// The kernel's lowest `pid_max` (RESERVED_PIDS + 1): a cap kept by
-/// [`Means::PidMax`] is at least this less 2.
+/// `pid_max` is at least this less 2.
 pub const PID_MAX_MIN: u32 = 301;
 
 /// What the caller asked for.
@@ -96,7 +96,7 @@ pub struct Cap {
     pub asked: bool,
 }
 
-/// The helper's own tasks in the count of [`Means::Rlimit`]: the stub
+/// The helper's own tasks in the count of `RLIMIT_NPROC`: the stub
 /// and init.
 pub const HELPER_TASKS: u32 = 2;
 
