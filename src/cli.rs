@@ -24,7 +24,8 @@ pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY
                          apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
                          apply-seccomp --doctor [--json] [--srt-settings FILE]\n       \
                          apply-seccomp --setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]\n       \
-                         [--srt-settings FILE] [--allow-unix-socket PATH] [--gpu] [--dry-run]\n       \
+                         [--srt-settings FILE] [--allow-unix-socket PATH] [--gpu] [--max-tasks N]\n       \
+                         [--memory-max SIZE] [--cpu-max CPUS] [--dry-run]\n       \
                          apply-seccomp --setup --undo [--dry-run]   (or --undo)\n       \
                          apply-seccomp --race-test [--iterations N] [--strategy naive|helper|both]\n       \
                          [--join futex|spin] [--cpu LIST] [--load N] [--json] [--exec 'HELPER [ARGS]']";
@@ -86,6 +87,8 @@ pub struct RunConfig {
     pub report: bool,
     /// The run's task cap asked for (`APPLY_SECCOMP_MAX_TASKS`, tasks.rs).
     pub max_tasks: crate::tasks::Asked,
+    /// Memory and CPU caps asked for, a cgroup's to hold (cgroup.rs).
+    pub limits: Option<crate::cgroup::Asked>,
 }
 
 /// Where and how to report observed calls.
@@ -198,12 +201,19 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         return Err(Error::Usage(format!("no command given\n{USAGE}")));
     }
     let unix = UnixPolicy::read(env.unix.as_deref())?;
+    let max_tasks = crate::tasks::Asked::read(env.max_tasks.as_deref())?;
     let allow_unix = allowed_sockets(env.allow_unix.as_deref().unwrap_or_default())?;
     Ok(Action::Run(RunConfig {
         unix,
         allow_unix,
         report: refusals_reported(env.refusals.as_deref())?,
-        max_tasks: crate::tasks::Asked::read(env.max_tasks.as_deref())?,
+        max_tasks,
+        limits: crate::cgroup::Asked::read(
+            env.memory_max.as_deref(),
+            env.cpu_max.as_deref(),
+            max_tasks.asked_number(),
+        )
+        .map_err(Error::Usage)?,
         argv: rest.to_vec(),
         allow_nested_userns: is(&env.allow_nested_userns, "1"),
         debug: env.debug_enabled(),

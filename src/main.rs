@@ -23,6 +23,7 @@
 mod bwrap_args;
 mod capfree;
 mod cause;
+mod cgroup;
 mod cli;
 mod doctor;
 mod error;
@@ -199,6 +200,8 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     // where /proc/PID/environ of the stub and init shows them.
     sys::scrub_env(&cli::SCRUBBED);
 
+    // Memory and CPU caps asked: a cgroup of the run's must hold them.
+    let cgroup = cfg.limits.as_ref().map(cgroup::for_run).transpose()?;
     let pid1 = guard::Pid1::look();
     let entry = userns::enter(&Backoff::default(), cfg.way_in)?;
     debug(cfg.debug, || entry.describe());
@@ -353,6 +356,11 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     // Last, after the command's own output: what the sandbox refused.
     if let Some(line) = &outcome.refusal_line {
         eprintln!("{line}");
+    }
+    if let (Some(asked), Some(held)) = (&cfg.limits, &cgroup) {
+        cgroup::said(asked, held)
+            .iter()
+            .for_each(|l| eprintln!("{l}"));
     }
     Ok(outcome.status)
 }

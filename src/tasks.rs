@@ -58,6 +58,14 @@ pub enum Asked {
 }
 
 impl Asked {
+    /// The number asked for, if one was.
+    pub fn asked_number(self) -> Option<u32> {
+        match self {
+            Asked::At(n) => Some(n),
+            _ => None,
+        }
+    }
+
     pub fn read(value: Option<&OsStr>) -> Result<Asked, Error> {
         let bytes = value.map(OsStr::as_bytes);
         Ok(match bytes {
@@ -178,6 +186,17 @@ pub fn for_run(
              RLIMIT_NPROC would count the user's processes on the host too",
         ),
     };
+    // Where no namespace can keep an asked cap, a cgroup of the run's
+    // may: its pids.max (the shim's, with memory or CPU caps) at the cap
+    // and the run's own tasks or lower.
+    if let (Err(_), Asked::At(n)) = (means, asked) {
+        let held = crate::cgroup::Tree::read()
+            .ok()
+            .and_then(|t| crate::cgroup::InForce::read(&t).pids);
+        if held.is_some_and(|p| p <= u64::from(n) + crate::cgroup::RUN_TASKS) {
+            return Ok(None);
+        }
+    }
     let cpus = had.map_or(1, sys::cpu_count);
     let cap = resolve(asked, means, cpus, None)?;
     let Some(c) = cap.filter(|c| c.means.rlimit) else {

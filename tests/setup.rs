@@ -606,6 +606,61 @@ fn gpu_goes_to_claude_codes_env_and_is_undone() {
     }
 }
 
+/// `--setup --max-tasks N --memory-max SIZE --cpu-max CPUS` (issue 57):
+/// each in Claude Code's settings `env` and an export line for srt;
+/// a bad value refused with nothing written; `--undo` takes them back.
+#[test]
+fn the_runs_caps_go_to_claude_codes_env_and_are_undone() {
+    for user in users() {
+        let (home, _) = fresh_home(user, "caps");
+        std::fs::create_dir(home.join(".claude")).unwrap();
+        if let Some(u) = uid_of(user) {
+            std::os::unix::fs::chown(home.join(".claude"), Some(u), Some(u)).unwrap();
+        }
+        let claude = home.join(".claude/settings.json");
+        let bad = helper(
+            user,
+            &home,
+            &fixture().helper,
+            &["--setup", "--memory-max", "lots"],
+        );
+        assert_eq!(bad.status.code(), Some(125), "{}", text(&bad));
+        assert!(
+            text(&bad).contains("--memory-max lots: APPLY_SECCOMP_MEMORY_MAX=lots"),
+            "{}",
+            text(&bad)
+        );
+        assert!(!claude.exists(), "{}", text(&bad));
+        let args = [
+            "--setup",
+            "--max-tasks",
+            "512",
+            "--memory-max",
+            "8G",
+            "--cpu-max",
+            "1.5",
+        ];
+        let out = helper(user, &home, &fixture().helper, &args);
+        let ctx = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{ctx}");
+        for (var, value) in [
+            ("APPLY_SECCOMP_MAX_TASKS", "512"),
+            ("APPLY_SECCOMP_MEMORY_MAX", "8G"),
+            ("APPLY_SECCOMP_CPU_MAX", "1.5"),
+        ] {
+            assert!(
+                ctx.contains(&format!("export {var}=\"{value}\"")),
+                "{user:?}: {ctx}"
+            );
+            let settings: serde_json::Value = serde_json::from_str(&read(&claude)).unwrap();
+            assert_eq!(settings["env"][var], value, "{ctx}");
+        }
+        let out = helper(user, &home, &fixture().helper, &["--undo"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(!claude.exists(), "{}", text(&out));
+    }
+}
+
 /// Runs `helper args` as `user` under strace with every `fsync` held
 /// 800 ms (setup's write of a settings file: the temporary copy is made,
 /// then synced, then renamed over), and while the first is held writes

@@ -508,3 +508,95 @@ fn the_doctor_says_which_cap_a_run_gets() {
         );
     }
 }
+
+/// Whether this machine's cgroup v2 tree has a memory controller at its
+/// root: this project's machines mount cgroup v1's instead, where a
+/// memory cap must be refused (the VM suite runs the caps themselves).
+fn cgroup2_has_memory() -> bool {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            right
+                .starts_with("cgroup2 ")
+                .then(|| left.split(' ').nth(4))?
+        })
+        .any(|m| {
+            std::fs::read_to_string(Path::new(m).join("cgroup.controllers"))
+                .is_ok_and(|c| c.split_whitespace().any(|w| w == "memory"))
+        })
+}
+
+#[test]
+fn a_memory_cap_no_cgroup_can_hold_is_refused_before_anything_runs() {
+    let _serial = one_at_a_time();
+    if cgroup2_has_memory() {
+        common::skip("this machine's cgroup v2 has a memory controller: the refusal is the VM's");
+        return;
+    }
+    let asked = [("APPLY_SECCOMP_MEMORY_MAX", "256M")];
+    for user in common::users() {
+        // The helper alone: no cgroup of its run holds the cap.
+        let out = common::helper(Place::Host, user, &asked, &["/bin/echo", "RAN"]);
+        assert_eq!(out.status.code(), Some(125), "{user:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{user:?}");
+        assert!(
+            stderr(&out).starts_with(
+                "apply-seccomp: APPLY_SECCOMP_MEMORY_MAX=256M: asked, but no cgroup of this run \
+                 holds it (memory.max in force: none)"
+            ),
+            "{user:?}: {}",
+            stderr(&out)
+        );
+        // The shim: no cgroup can be made for it.
+        let shim = fixture().dir.join("tasks-shim");
+        std::fs::create_dir_all(&shim).unwrap();
+        let _ = std::os::unix::fs::symlink(&fixture().helper, shim.join("bwrap"));
+        let mut argv: Vec<&str> = common::BWRAP_OPTIONS.to_vec();
+        argv.extend(["--", "/bin/echo", "RAN"]);
+        let out = common::command(Place::Host, user, &asked, &shim.join("bwrap"), &argv)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125), "{user:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{user:?}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with(
+                "apply-seccomp: bwrap shim: APPLY_SECCOMP_MEMORY_MAX=256M: asked, but no cgroup \
+                 can hold it here ("
+            ) && err.contains("systemd-run --user --scope"),
+            "{user:?}: {err}"
+        );
+        // A line that runs nothing (a client's `bwrap --version`) is not
+        // refused: there is no run to cap.
+        let out = common::command(
+            Place::Host,
+            user,
+            &asked,
+            &shim.join("bwrap"),
+            &["--version"],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{user:?}: {}", stderr(&out));
+        assert!(stdout(&out).starts_with("bubblewrap "), "{}", stdout(&out));
+    }
+    for (var, bad) in [
+        ("APPLY_SECCOMP_MEMORY_MAX", "lots"),
+        ("APPLY_SECCOMP_CPU_MAX", "0"),
+    ] {
+        let out = common::helper(
+            Place::Host,
+            User::Unprivileged,
+            &[(var, bad)],
+            &["/bin/echo"],
+        );
+        assert_eq!(out.status.code(), Some(125), "{var}={bad}");
+        assert!(
+            stderr(&out).contains(&format!("{var}={bad}: it takes")),
+            "{}",
+            stderr(&out)
+        );
+    }
+}

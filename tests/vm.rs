@@ -1591,3 +1591,196 @@ fn kernel_policy(arch: &str, files: &[(PathBuf, &str)]) {
         }
     }
 }
+
+/// Allocates 64 MiB at a time up to `argv[1]` MiB, touching every page,
+/// saying how far it got.
+const ALLOC: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    int want = atoi(argv[1]), got = 0;
+    while (got < want) {
+        char *p = malloc(64 << 20);
+        if (!p) { printf("malloc refused at %d MiB\n", got); return 1; }
+        memset(p, 1, 64 << 20);
+        got += 64;
+        fprintf(stderr, "touched %d MiB\n", got);
+    }
+    printf("touched %d MiB\n", got);
+    return 0;
+}
+"#;
+
+/// A case as uid 65534 whose shell root first puts in `cgroup`, as
+/// systemd puts a user's processes in the subtree it delegates (moving a
+/// process takes write access to the common ancestor's `cgroup.procs`).
+fn in_cgroup(s: &mut Script, name: &str, cgroup: &str, env: &[(&str, &str)], argv: &[String]) {
+    let mut words = vec![
+        "env".to_string(),
+        "-i".into(),
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin".into(),
+    ];
+    words.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+    words.extend(argv.iter().cloned());
+    let user = format!(
+        "su -s /bin/sh nobody -c {}",
+        quote(&format!("cd / && {}", join(&words)))
+    );
+    let command = format!("echo $$ > {cgroup}/cgroup.procs && exec {user}");
+    s.line(&format!("run {name} sh -c {}", quote(&command)));
+}
+
+/// Memory and CPU caps through cgroup v2 (issue 57) on Debian 13's kernel,
+/// whose cgroup2 has its controllers (this project's machines mount
+/// cgroup v1's instead). The guest mounts it and makes a subtree the way
+/// systemd delegates `user@UID.service`: a folder chowned to uid 65534
+/// with its `cgroup.procs` and `cgroup.subtree_control`, the user's shell
+/// in a child of it. Through the `bwrap` shim with srt's options: a
+/// program touching 2 GiB under a 256M cap is stopped by the OOM killer
+/// and the line says so, a program of the same user outside touches 384
+/// MiB untouched, the run's cgroup is gone after it; as root (the root
+/// cgroup is root's); a CPU cap in force inside; without a subtree of
+/// one's own, and the helper run without the shim, refused.
+#[test]
+fn a_memory_cap_stops_the_command_and_nothing_else() {
+    if !cfg!(target_arch = "x86_64") {
+        common::skip("the x86_64 guest runs this x86_64 build");
+        return;
+    }
+    let dir = fixture().dir.join("vm-cgroup-programs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some(alloc) = common::static_c(&dir, "alloc", ALLOC) else {
+        common::skip("gcc with static glibc (libc6-dev) is needed for the allocating program");
+        return;
+    };
+    let Some(probe) = fixture().probe() else {
+        return;
+    };
+    let mut s = Script::new();
+    s.line(
+        "mount -t cgroup2 none /sys/fs/cgroup\n\
+         echo '+memory +pids +cpu' > /sys/fs/cgroup/cgroup.subtree_control\n\
+         d=/sys/fs/cgroup/user-65534; mkdir -p $d/session $d/elsewhere\n\
+         echo '+memory +pids +cpu' > $d/cgroup.subtree_control\n\
+         chown nobody $d $d/cgroup.procs $d/cgroup.subtree_control $d/session \
+         $d/session/cgroup.procs $d/elsewhere $d/elsewhere/cgroup.procs\n\
+         mkdir -p /opt/shim; ln -s /opt/apply-seccomp /opt/shim/bwrap",
+    );
+    let shim = |argv: &[&str]| -> Vec<String> {
+        let mut v = bwrap(Guest::Nobody, argv);
+        v[0] = "/opt/shim/bwrap".into();
+        v
+    };
+    let session = "/sys/fs/cgroup/user-65534/session";
+    let memory = [("APPLY_SECCOMP_MEMORY_MAX", "256M")];
+    let run_alloc = [HELPER, "/opt/alloc", "2048"];
+    in_cgroup(&mut s, "capped-Nobody", session, &memory, &shim(&run_alloc));
+    s.line("sleep 1; run left ls /sys/fs/cgroup/user-65534");
+    in_cgroup(
+        &mut s,
+        "outside-Nobody",
+        "/sys/fs/cgroup/user-65534/elsewhere",
+        &[],
+        &["/opt/alloc".into(), "384".into()],
+    );
+    let mut root_line = bwrap(Guest::Root, &run_alloc);
+    root_line[0] = "/opt/shim/bwrap".into();
+    s.case("capped-Root", Guest::Root, &memory, &root_line);
+    let cpu_line = shim(&[
+        HELPER,
+        "/bin/sh",
+        "-c",
+        "g=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup); echo $g; cat $g/cpu.max $g/pids.max",
+    ]);
+    let cpu_env = [
+        ("APPLY_SECCOMP_CPU_MAX", "0.5"),
+        ("APPLY_SECCOMP_MAX_TASKS", "40"),
+    ];
+    in_cgroup(&mut s, "cpu-Nobody", session, &cpu_env, &cpu_line);
+    // uid 65534 in the root cgroup (root's): no subtree of its own.
+    s.case(
+        "undelegated-Nobody",
+        Guest::Nobody,
+        &memory,
+        &shim(&[HELPER, "/bin/echo", "RAN"]),
+    );
+    let plain = bwrap(Guest::Nobody, &[HELPER, "/bin/echo", "RAN"]);
+    in_cgroup(&mut s, "no-shim-Nobody", session, &memory, &plain);
+    let files = [
+        (fixture().helper.clone(), HELPER),
+        (probe.to_path_buf(), PROBE),
+        (alloc, "/opt/alloc"),
+    ];
+    let Some(cases) = boot_guest(
+        "x86_64",
+        "trixie",
+        "landlock,lockdown,yama,bpf",
+        &files,
+        &s,
+        "cgroup",
+    ) else {
+        return;
+    };
+    for who in ["Nobody", "Root"] {
+        let capped = get(&cases, &format!("capped-{who}"));
+        assert_eq!(capped.status, 137, "{who}: {}", capped.all());
+        assert!(!capped.stdout.contains("touched 2048"), "{}", capped.all());
+        assert!(
+            capped.stderr.contains(
+                "apply-seccomp: the run's memory cap (APPLY_SECCOMP_MEMORY_MAX=256M) stopped \
+                 the command: the kernel's OOM killer ended 1 of its processes"
+            ),
+            "{who}: {}",
+            capped.all()
+        );
+        assert!(
+            !capped.stderr.contains("touched 320 MiB"),
+            "{}",
+            capped.all()
+        );
+    }
+    let left = get(&cases, "left");
+    assert_eq!(
+        left.stdout
+            .split_whitespace()
+            .filter(|n| n.starts_with("apply-seccomp-"))
+            .count(),
+        0,
+        "the run's cgroup was left: {}",
+        left.all()
+    );
+    let outside = get(&cases, "outside-Nobody");
+    assert_eq!(
+        (outside.status, outside.stdout.as_str()),
+        (0, "touched 384 MiB\n"),
+        "{}",
+        outside.all()
+    );
+    let cpu = get(&cases, "cpu-Nobody");
+    assert_eq!(cpu.status, 0, "{}", cpu.all());
+    assert!(cpu.stdout.contains("/apply-seccomp-"), "{}", cpu.all());
+    assert!(cpu.stdout.contains("50000 100000\n56\n"), "{}", cpu.all());
+    let undelegated = get(&cases, "undelegated-Nobody");
+    assert_eq!(undelegated.status, 125, "{}", undelegated.all());
+    assert_eq!(undelegated.stdout, "", "{}", undelegated.all());
+    assert!(
+        undelegated.stderr.contains(
+            "apply-seccomp: bwrap shim: APPLY_SECCOMP_MEMORY_MAX=256M: asked, but no cgroup can \
+             hold it here (/sys/fs/cgroup/ is not yours to write"
+        ),
+        "{}",
+        undelegated.all()
+    );
+    let direct = get(&cases, "no-shim-Nobody");
+    assert_eq!(direct.status, 125, "{}", direct.all());
+    assert_eq!(direct.stdout, "", "{}", direct.all());
+    assert!(
+        direct.stderr.contains(
+            "APPLY_SECCOMP_MEMORY_MAX=256M: asked, but no cgroup of this run holds it \
+             (memory.max in force: none)"
+        ),
+        "{}",
+        direct.all()
+    );
+}

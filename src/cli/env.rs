@@ -17,6 +17,9 @@ pub struct Env {
     pub refusals: Option<OsString>,
     /// `APPLY_SECCOMP_MAX_TASKS` (tasks.rs).
     pub max_tasks: Option<OsString>,
+    /// `APPLY_SECCOMP_MEMORY_MAX` and `APPLY_SECCOMP_CPU_MAX` (cgroup.rs).
+    pub memory_max: Option<OsString>,
+    pub cpu_max: Option<OsString>,
 }
 
 impl Env {
@@ -36,6 +39,8 @@ impl Env {
             allow_unix,
             refusals,
             max_tasks,
+            memory_max,
+            cpu_max,
         ] = crate::sys::env_values([
             "SRT_ALLOW_NESTED_USERNS",
             "SRT_DEBUG",
@@ -46,6 +51,8 @@ impl Env {
             "APPLY_SECCOMP_ALLOW_UNIX",
             "APPLY_SECCOMP_REFUSALS",
             crate::tasks::VARIABLE,
+            crate::cgroup::MEMORY,
+            crate::cgroup::CPU,
         ]);
         Env {
             allow_nested_userns,
@@ -57,6 +64,8 @@ impl Env {
             allow_unix,
             refusals,
             max_tasks,
+            memory_max,
+            cpu_max,
         }
     }
 }

@@ -1,7 +1,9 @@
 //! The limits check: the task cap a run gets (src/tasks.rs), read off a
 //! real run of this helper inside bubblewrap with srt's options (its
 //! `SRT_DEBUG` line), and the caller's own process limit it leaves room
-//! in. Memory and CPU caps: none, said.
+//! in; the memory and CPU caps (src/cgroup.rs): whether a cgroup v2
+//! subtree of this user's can hold them, those asked, and the limits in
+//! force on this process.
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,10 +21,11 @@ pub fn check(binary: &Path) -> Check {
         Ok(None) => "no process limit of yours (ulimit -u unlimited)".into(),
         Err(e) => format!("your process limit unread ({e})"),
     };
-    let tail = format!(
-        "{own}; no memory or CPU cap (this helper sets none: a run uses what your session \
-         may use)"
-    );
+    let (caps, held) = cgroup_caps();
+    let tail = format!("{own}; {caps}");
+    if let Err(why) = held {
+        return Check::warn(NAME, tail, why);
+    }
     match cap_in_bubblewrap(binary) {
         Ok(line) if line.starts_with("task cap: none") => Check::warn(
             NAME,
@@ -61,4 +64,70 @@ fn cap_in_bubblewrap(binary: &Path) -> Result<String, String> {
         .find_map(|l| l.strip_prefix("apply-seccomp: task cap: "))
         .map(|l| format!("task cap: {l}"))
         .ok_or_else(|| format!("no task cap line: {}", ran.stderr_text()))
+}
+
+/// The memory and CPU caps: what is asked, whether a subtree of this
+/// user's can hold it (Err: the fix, where asked and none can), and what
+/// is in force here.
+fn cgroup_caps() -> (String, Result<(), String>) {
+    use crate::cgroup::{self, Asked, InForce, Tree};
+    let asked = Asked::read(
+        std::env::var_os(cgroup::MEMORY).as_deref(),
+        std::env::var_os(cgroup::CPU).as_deref(),
+        None,
+    );
+    let asked = match asked {
+        Ok(a) => a,
+        Err(e) => return (e.clone(), Err(e)),
+    };
+    let tree = match Tree::read() {
+        Ok(t) => t,
+        Err(why) => {
+            let text = format!("memory and CPU caps cannot be kept here: {why}");
+            let held = asked.map_or(Ok(()), |_| Err(cgroup::HOW.to_string()));
+            return (text, held);
+        }
+    };
+    let probe = Asked {
+        memory: Some(1),
+        cpu: Some(cgroup::PERIOD),
+        pids: Some(1),
+    };
+    let subtree = cgroup::delegated(&tree, &asked.unwrap_or(probe));
+    let force = InForce::read(&tree);
+    let show = |v: Option<u64>| v.map_or("max".to_string(), |v| v.to_string());
+    let in_force = format!(
+        "in force here: memory.max {}, cpu.max {} us a 100 ms, pids.max {}",
+        show(force.memory),
+        show(force.cpu),
+        show(force.pids)
+    );
+    let asked_text = asked.map_or(
+        format!(
+            "no memory or CPU cap asked ({}, {})",
+            cgroup::MEMORY,
+            cgroup::CPU
+        ),
+        |a| format!("asked: {}", a.describe()),
+    );
+    match subtree {
+        Ok((folder, _)) => (
+            format!(
+                "{asked_text}; a cgroup v2 subtree of yours can hold a run's ({}); {in_force}",
+                folder.display()
+            ),
+            Ok(()),
+        ),
+        Err(why) => (
+            format!(
+                "{asked_text}; no cgroup v2 subtree of yours can hold a run's ({why}); {in_force}"
+            ),
+            asked.map_or(Ok(()), |_| {
+                Err(format!(
+                    "runs are refused while the caps are asked: {}",
+                    cgroup::HOW
+                ))
+            }),
+        ),
+    }
 }

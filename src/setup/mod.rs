@@ -19,6 +19,7 @@ mod edit;
 mod env;
 mod files;
 mod gpu;
+mod limits;
 mod sockets;
 mod undo;
 
@@ -30,9 +31,9 @@ use crate::doctor;
 use crate::json;
 use crate::shim;
 
-/// `--setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]
-/// [--srt-settings FILE] [--allow-unix-socket PATH]... [--gpu] [--dry-run]`, or
-/// `--setup --undo [--dry-run]`.
+/// `--setup [--srt] [--claude-code] [--managed] [--bin-dir DIR] [--srt-settings
+/// FILE] [--allow-unix-socket PATH]... [--gpu] [--max-tasks N] [--memory-max
+/// SIZE] [--cpu-max CPUS] [--dry-run]`, or `--setup --undo [--dry-run]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Config {
     pub srt: bool,
@@ -46,6 +47,8 @@ pub struct Config {
     pub allow_unix: Vec<PathBuf>,
     /// GPUs in the sandbox (gpu.rs).
     pub gpu: bool,
+    /// The run's caps (limits.rs): variable and value.
+    pub limits: Vec<(&'static str, String)>,
 }
 
 /// Parses the words after `--setup`.
@@ -66,6 +69,10 @@ pub fn parse(args: &[OsString]) -> Result<Config, String> {
             b"--dry-run" => cfg.dry_run = true,
             b"--undo" => cfg.undo = true,
             b"--gpu" => cfg.gpu = true,
+            w if limits::variable(w).is_some() => {
+                let var = limits::variable(w).unwrap_or_default();
+                cfg.limits.push(limits::setting(w, var, words.next())?);
+            }
             b"--bin-dir" => cfg.bin_dir = Some(value("--bin-dir")?),
             b"--srt-settings" => cfg.srt_settings = Some(value("--srt-settings")?),
             b"--allow-unix-socket" => {
@@ -81,8 +88,8 @@ pub fn parse(args: &[OsString]) -> Result<Config, String> {
             other => {
                 return Err(format!(
                     "--setup takes --srt, --claude-code, --managed, --bin-dir DIR, \
-                     --srt-settings FILE, --allow-unix-socket PATH, --gpu, --dry-run and --undo, \
-                     not {}",
+                     --srt-settings FILE, --allow-unix-socket PATH, --gpu, --max-tasks N, \
+                     --memory-max SIZE, --cpu-max CPUS, --dry-run and --undo, not {}",
                     String::from_utf8_lossy(other)
                 ));
             }
@@ -403,26 +410,13 @@ fn steps(
     if cfg.gpu {
         gpu::enable(out, &home()?, (cfg.srt, cfg.claude_code))?;
     }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    use crate::os_words as words;
-
-    #[test]
-    fn options() {
-        let both = parse(&[]).unwrap();
-        assert!(both.srt && both.claude_code && !both.managed && !both.undo);
-        let srt = parse(&words(&["--srt", "--srt-settings", "f.json"])).unwrap();
-        assert!(srt.srt && !srt.claude_code);
-        assert_eq!(srt.srt_settings, Some(PathBuf::from("f.json")));
-        assert!(parse(&words(&["--managed"])).unwrap().claude_code);
-        assert!(parse(&words(&["--undo", "--dry-run"])).unwrap().undo);
-        assert!(parse(&words(&["--undo", "--srt"])).is_err());
-        assert!(parse(&words(&["--bin-dir"])).is_err());
-        assert!(parse(&words(&["setup"])).is_err());
+    for setting in &cfg.limits {
+        env::set(
+            out,
+            &home()?,
+            (setting.0, &setting.1),
+            (cfg.srt, cfg.claude_code),
+        )?;
     }
+    Ok(())
 }

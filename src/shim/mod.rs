@@ -27,6 +27,7 @@ use crate::sys;
 pub mod devices;
 mod find;
 pub mod keep;
+pub mod limits;
 mod log;
 pub mod protect;
 pub mod run;

@@ -145,6 +145,8 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
         }
     };
     let command_at = bwrap_args::walk(&plain_args).map_or(plain_args.len(), |w| w.command_at);
+    // A line that runs no command (`--version`) gets no cgroup (below).
+    let runs_command = command_at < plain_args.len();
     let route = route(argv0, &ours, &real, &plain_args[command_at..]);
     for (what, words) in [
         ("", inlined_args.as_mut()),
@@ -195,6 +197,24 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
             }
         }
         Err(e) => debug(debug_on, || format!("bwrap shim: {}", e.why)),
+    }
+    // The run's cgroup where memory or CPU caps are asked (limits.rs),
+    // after the holder started (which must not be in it: the cgroup's
+    // end kills what it holds): made and entered, or the run refused,
+    // never run unlimited.
+    match shim::limits::asked_in_env().map(|a| a.filter(|_| runs_command)) {
+        Ok(None) => {}
+        Ok(Some(asked)) => match shim::limits::apply(&asked) {
+            Ok(note) => debug(debug_on, || format!("bwrap shim: {note}")),
+            Err(why) => {
+                return fail(format!(
+                    "{}: asked, but no cgroup can hold it here ({why}); {}",
+                    asked.describe(),
+                    crate::cgroup::HOW
+                ));
+            }
+        },
+        Err(e) => return fail(e),
     }
     if let Some(inlined) = &inlined {
         let err = exec_bwrap(inlined);

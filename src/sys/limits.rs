@@ -104,3 +104,16 @@ pub fn kernel_release() -> Result<Vec<u8>, Errno> {
         .map(|&c| c as u8)
         .collect())
 }
+
+/// Sleeps `millis` milliseconds (ppoll on nothing), however signals
+/// interrupt it. Raw: the shim's cgroup remover calls it.
+pub fn nap(millis: u32) {
+    // SAFETY: plain numbers; zeroed is 0 s.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    ts.tv_sec = (millis / 1000).into();
+    ts.tv_nsec = (millis % 1000 * 1_000_000).into();
+    // SAFETY: no descriptors; `ts` is a whole timespec the kernel reads
+    // (and may write the time left to), borrowed for the call; no mask.
+    let _ =
+        raw_result(unsafe { syscall6(libc::SYS_ppoll, [0, 0, (&raw const ts) as usize, 0, 8, 0]) });
+}

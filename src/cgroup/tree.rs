@@ -1,0 +1,326 @@
+//! The cgroup v2 tree as the kernel shows it to this process: where it
+//! is mounted and this process's cgroup in it (`/proc/self/mountinfo`,
+//! `/proc/self/cgroup`), the delegated subtree a run's cgroup can be made
+//! in (the shim's), the limits in force here and the events its cgroup
+//! counted (the helper's). Read from the kernel's files only.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::{Asked, PERIOD};
+
+/// The cgroup v2 tree of this process: where it is mounted, and this
+/// process's cgroup in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tree {
+    pub mount: PathBuf,
+    pub own: PathBuf,
+}
+
+impl Tree {
+    /// From `/proc/self/mountinfo` and `/proc/self/cgroup` (the kernel's).
+    pub fn read() -> Result<Tree, String> {
+        let mountinfo = std::fs::read("/proc/self/mountinfo")
+            .map_err(|e| format!("/proc/self/mountinfo: {}", crate::error::strerror(&e)))?;
+        let cgroup = std::fs::read("/proc/self/cgroup")
+            .map_err(|e| format!("/proc/self/cgroup: {}", crate::error::strerror(&e)))?;
+        Tree::parse(&mountinfo, &cgroup)
+    }
+
+    fn parse(mountinfo: &[u8], cgroup: &[u8]) -> Result<Tree, String> {
+        let mount = mountinfo
+            .split(|&b| b == b'\n')
+            .find_map(|line| {
+                let text = String::from_utf8_lossy(line);
+                let (left, right) = text.split_once(" - ")?;
+                (right.split(' ').next()? == "cgroup2")
+                    .then(|| left.split(' ').nth(4).map(unescape))?
+            })
+            .ok_or("no cgroup v2 tree is mounted")?;
+        let own = cgroup
+            .split(|&b| b == b'\n')
+            .find_map(|l| l.strip_prefix(b"0::"))
+            .ok_or("this process is in no cgroup v2 (no 0:: line in /proc/self/cgroup)")?;
+        Ok(Tree {
+            mount,
+            own: PathBuf::from(OsStr::from_bytes(own)),
+        })
+    }
+
+    /// `cgroup` (a path in the tree, from `/`) as a folder here.
+    pub fn folder(&self, cgroup: &Path) -> PathBuf {
+        self.mount.join(cgroup.strip_prefix("/").unwrap_or(cgroup))
+    }
+
+    /// This process's cgroup and every one above it, the nearest first.
+    pub fn ancestors(&self) -> impl Iterator<Item = &Path> {
+        self.own.ancestors()
+    }
+}
+
+/// A mount point in mountinfo's escapes (`\040` a space).
+fn unescape(field: &str) -> PathBuf {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|o| o.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(o)) => {
+                out.push((o[0] - b'0') * 64 + (o[1] - b'0') * 8 + (o[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(OsStr::from_bytes(&out))
+}
+
+/// One of a cgroup's files, trimmed; `None` where it cannot be read.
+pub fn read(folder: &Path, file: &str) -> Option<String> {
+    std::fs::read_to_string(folder.join(file))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Where the run's cgroup can be made: the nearest cgroup above this
+/// process's (or the root, where this process is in it) that this user
+/// owns and may write, whose controllers include what `asked` needs and
+/// whose children get them (or can: a cgroup with no process of its own
+/// takes `+memory` in `cgroup.subtree_control`). Moving this process
+/// there takes write access to that cgroup's `cgroup.procs` (the common
+/// ancestor of both). Err: why none is.
+pub fn delegated(tree: &Tree, asked: &Asked) -> Result<(PathBuf, Vec<&'static str>), String> {
+    let uid = nix::unistd::geteuid().as_raw();
+    let needed = asked.controllers();
+    let mut why = Vec::new();
+    for cgroup in tree.ancestors() {
+        let is_root = cgroup == Path::new("/");
+        if cgroup == tree.own && !is_root {
+            continue;
+        }
+        let folder = tree.folder(cgroup);
+        let owner = std::fs::metadata(&folder).map(|m| m.uid()).ok();
+        let writable = |f: &Path| nix::unistd::access(f, nix::unistd::AccessFlags::W_OK).is_ok();
+        if owner != Some(uid) && uid != 0
+            || !writable(&folder)
+            || !writable(&folder.join("cgroup.procs"))
+        {
+            why.push(format!(
+                "{} is not yours to write (the first cgroup above yours that is not)",
+                folder.display()
+            ));
+            break;
+        }
+        let have = read(&folder, "cgroup.controllers").unwrap_or_default();
+        let missing: Vec<&str> = needed
+            .iter()
+            .copied()
+            .filter(|c| !have.split_whitespace().any(|h| h == *c))
+            .collect();
+        if !missing.is_empty() {
+            // cgroup v1 may hold them (this project's machines do).
+            let v1 = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+            let held: Vec<&str> = missing
+                .iter()
+                .copied()
+                .filter(|c| v1.lines().any(|l| l.split(':').nth(1) == Some(*c)))
+                .collect();
+            why.push(format!(
+                "{} has no {} controller{}",
+                folder.display(),
+                missing.join(" or "),
+                if held.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (cgroup v1 holds {} on this machine)", held.join(" and "))
+                }
+            ));
+            continue;
+        }
+        let on = read(&folder, "cgroup.subtree_control").unwrap_or_default();
+        let off: Vec<&'static str> = needed
+            .iter()
+            .copied()
+            .filter(|c| !on.split_whitespace().any(|h| h == *c))
+            .collect();
+        let busy = read(&folder, "cgroup.procs").is_some_and(|p| !p.is_empty());
+        if !off.is_empty() && busy && !is_root {
+            why.push(format!(
+                "{} holds processes of its own, so its children cannot get {}",
+                folder.display(),
+                off.join(" or ")
+            ));
+            continue;
+        }
+        return Ok((folder, off));
+    }
+    if why.is_empty() {
+        why.push(format!("nothing above {} to write", tree.own.display()));
+    }
+    Err(why.join("; "))
+}
+
+/// The limits in force for this process: the lowest of its cgroup's and
+/// every one above (`max`: none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InForce {
+    pub memory: Option<u64>,
+    /// CPU microseconds per [`PERIOD`].
+    pub cpu: Option<u64>,
+    pub pids: Option<u64>,
+}
+
+impl InForce {
+    pub fn read(tree: &Tree) -> InForce {
+        let mut f = InForce::default();
+        let low = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        for cgroup in tree.ancestors() {
+            let folder = tree.folder(cgroup);
+            let number = |file| read(&folder, file).and_then(|v| v.parse::<u64>().ok());
+            f.memory = low(f.memory, number("memory.max"));
+            f.pids = low(f.pids, number("pids.max"));
+            let cpu = read(&folder, "cpu.max").and_then(|v| {
+                let (quota, period) = v.split_once(' ')?;
+                let (q, p): (u64, u64) = (quota.parse().ok()?, period.parse().ok()?);
+                (p > 0).then(|| q * PERIOD / p)
+            });
+            f.cpu = low(f.cpu, cpu);
+        }
+        f
+    }
+
+    /// Whether every limit of `asked` is in force, at its value or lower:
+    /// what is not, in words.
+    pub fn holds(&self, asked: &Asked) -> Result<(), String> {
+        let short = |a: Option<u64>, f: Option<u64>| a.is_some_and(|a| f.is_none_or(|f| f > a));
+        let mut missing = Vec::new();
+        let found = |v: Option<u64>, unit: &str| v.map_or("none".into(), |v| format!("{v}{unit}"));
+        if short(asked.memory, self.memory) {
+            missing.push(format!(
+                "memory.max in force: {}",
+                found(self.memory, " bytes")
+            ));
+        }
+        if short(asked.cpu, self.cpu) {
+            missing.push(format!(
+                "cpu.max in force: {}",
+                found(self.cpu, " us a 100 ms")
+            ));
+        }
+        if short(asked.pids, self.pids) {
+            missing.push(format!("pids.max in force: {}", found(self.pids, "")));
+        }
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(missing.join(", "))
+        }
+    }
+}
+
+/// What stops a command in its cgroup: the OOM killer's kills and the
+/// refused forks, counted by the kernel (`memory.events`, `pids.events`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Events {
+    pub oom_kills: u64,
+    pub forks_refused: u64,
+}
+
+impl Events {
+    pub fn read(tree: &Tree) -> Events {
+        let folder = tree.folder(&tree.own);
+        let field = |file, key: &str| {
+            read(&folder, file)
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+                })
+                .unwrap_or(0)
+        };
+        Events {
+            oom_kills: field("memory.events", "oom_kill "),
+            forks_refused: field("pids.events", "max "),
+        }
+    }
+
+    /// The lines for what happened since `before`.
+    pub fn lines(&self, before: &Events, asked: &Asked) -> Vec<String> {
+        let mut out = Vec::new();
+        let kills = self.oom_kills.saturating_sub(before.oom_kills);
+        if kills > 0 {
+            out.push(format!(
+                "apply-seccomp: the run's memory cap ({}) stopped the command: the kernel's OOM \
+                 killer ended {kills} of its processes",
+                asked.describe()
+            ));
+        }
+        let refused = self.forks_refused.saturating_sub(before.forks_refused);
+        if refused > 0 {
+            out.push(format!(
+                "apply-seccomp: the run's cgroup task cap (pids.max {}) refused {refused} forks \
+                 (EAGAIN)",
+                asked.pids.map_or("in force".into(), |p| p.to_string())
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cgroup::Asked;
+
+    #[test]
+    fn the_tree_is_read_from_the_kernels_files() {
+        let mountinfo = b"24 1 0:22 / / rw - ext4 /dev/sda rw\n\
+            30 25 0:26 / /sys/fs/cgroup/uni\\040fied rw,relatime - cgroup2 cgroup2 rw\n";
+        let cgroup =
+            b"4:memory:/x\n0::/user.slice/user-1000.slice/user@1000.service/app.slice/a.scope\n";
+        let tree = Tree::parse(mountinfo, cgroup).unwrap();
+        assert_eq!(tree.mount, Path::new("/sys/fs/cgroup/uni fied"));
+        assert_eq!(
+            tree.folder(Path::new("/user.slice")),
+            Path::new("/sys/fs/cgroup/uni fied/user.slice")
+        );
+        assert_eq!(tree.ancestors().count(), 6);
+        assert!(Tree::parse(b"24 1 0:22 / / rw - ext4 /dev/sda rw\n", cgroup).is_err());
+        assert!(Tree::parse(mountinfo, b"4:memory:/x\n").is_err());
+    }
+
+    #[test]
+    fn a_limit_in_force_above_holds_a_request() {
+        let asked = Asked {
+            memory: Some(256 << 20),
+            cpu: None,
+            pids: None,
+        };
+        let held = InForce {
+            memory: Some(128 << 20),
+            ..InForce::default()
+        };
+        assert!(held.holds(&asked).is_ok());
+        assert!(
+            InForce::default()
+                .holds(&asked)
+                .unwrap_err()
+                .contains("memory.max in force: none")
+        );
+        let loose = InForce {
+            memory: Some(1 << 30),
+            ..InForce::default()
+        };
+        assert!(loose.holds(&asked).is_err());
+    }
+}

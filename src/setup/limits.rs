@@ -1,0 +1,89 @@
+//! `--setup --max-tasks N`, `--memory-max SIZE`, `--cpu-max CPUS`: the
+//! run's caps (src/tasks.rs, src/cgroup.rs), set where both clients pass
+//! them to the bubblewrap they run (env.rs); `--undo` takes them back with
+//! the rest. Each value is checked as a run would read it.
+
+use std::ffi::OsString;
+
+use crate::{cgroup, tasks};
+
+/// The variable an option sets, or `None` where it is not one of these.
+pub fn variable(option: &[u8]) -> Option<&'static str> {
+    match option {
+        b"--max-tasks" => Some(tasks::VARIABLE),
+        b"--memory-max" => Some(cgroup::MEMORY),
+        b"--cpu-max" => Some(cgroup::CPU),
+        _ => None,
+    }
+}
+
+/// `(variable, value)` for `option` and the word after it, checked.
+pub fn setting(
+    option: &[u8],
+    variable: &'static str,
+    value: Option<&OsString>,
+) -> Result<(&'static str, String), String> {
+    let name = String::from_utf8_lossy(option);
+    let value = value
+        .and_then(|v| v.to_str())
+        .ok_or_else(|| format!("{name} takes a value"))?;
+    let v = Some(std::ffi::OsStr::new(value));
+    match variable {
+        tasks::VARIABLE => tasks::Asked::read(v).map(drop).map_err(|e| e.to_string()),
+        cgroup::MEMORY => cgroup::Asked::read(v, None, None).map(drop),
+        _ => cgroup::Asked::read(None, v, None).map(drop),
+    }
+    .map_err(|e| {
+        format!(
+            "{name} {value}: {}",
+            e.trim_start_matches("apply-seccomp: ")
+        )
+    })?;
+    Ok((variable, value.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_value_is_read_as_a_run_reads_it() {
+        let v = |s: &str| OsString::from(s);
+        assert_eq!(
+            setting(b"--memory-max", cgroup::MEMORY, Some(&v("4G"))).unwrap(),
+            (cgroup::MEMORY, "4G".to_string())
+        );
+        assert!(setting(b"--max-tasks", tasks::VARIABLE, Some(&v("0"))).is_ok());
+        assert!(setting(b"--cpu-max", cgroup::CPU, Some(&v("0"))).is_err());
+        assert!(setting(b"--memory-max", cgroup::MEMORY, None).is_err());
+        assert_eq!(variable(b"--gpu"), None);
+    }
+
+    /// Every option of `--setup` (mod.rs's parse).
+    #[test]
+    fn options() {
+        use super::super::parse;
+        use crate::os_words as words;
+        use std::path::PathBuf;
+        let both = parse(&[]).unwrap();
+        assert!(both.srt && both.claude_code && !both.managed && !both.undo);
+        let srt = parse(&words(&["--srt", "--srt-settings", "f.json"])).unwrap();
+        assert!(srt.srt && !srt.claude_code);
+        assert_eq!(srt.srt_settings, Some(PathBuf::from("f.json")));
+        assert!(parse(&words(&["--managed"])).unwrap().claude_code);
+        assert!(parse(&words(&["--undo", "--dry-run"])).unwrap().undo);
+        assert!(parse(&words(&["--undo", "--srt"])).is_err());
+        assert!(parse(&words(&["--undo", "--max-tasks", "9"])).is_err());
+        assert!(parse(&words(&["--bin-dir"])).is_err());
+        assert!(parse(&words(&["setup"])).is_err());
+        let caps = parse(&words(&["--max-tasks", "512", "--memory-max", "8G"])).unwrap();
+        assert_eq!(
+            caps.limits,
+            [
+                (tasks::VARIABLE, "512".into()),
+                (cgroup::MEMORY, "8G".into())
+            ]
+        );
+        assert!(parse(&words(&["--max-tasks", "x"])).is_err());
+    }
+}
