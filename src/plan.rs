@@ -195,15 +195,15 @@ impl Channel {
         Channel(fd)
     }
 
-    /// Sends a report; failure to send is ignored (the exit code still
-    /// tells the stub something went wrong).
-    fn send(self, report: Report) {
-        let _ = sys::raw_write(self.0, &report.encode());
+    /// Sends a report; whether it went (a failure is otherwise ignored:
+    /// the exit code still tells the stub something went wrong).
+    fn send(self, report: Report) -> bool {
+        sys::raw_write(self.0, &report.encode()).is_ok()
     }
 
     /// Reports how a step went.
     pub fn report(self, kind: Kind, step: Step, errno: Errno) {
-        self.send(Report {
+        let _ = self.send(Report {
             kind,
             step,
             errno: errno as i32,
@@ -211,19 +211,19 @@ impl Channel {
     }
 
     /// Reports the command's status (code, or 128+signal), once its whole
-    /// tree is gone.
-    pub fn exited(self, status: i32) {
+    /// tree is gone; whether the report went.
+    pub fn exited(self, status: i32) -> bool {
         self.send(Report {
             kind: Kind::Exited,
             step: Step::Wait,
             errno: status,
-        });
+        })
     }
 
     /// Reports that the command met the run's task cap, with the
     /// processes it left (not an errno: `Errno` would drop most counts).
     pub fn task_cap(self, left: u32) {
-        self.send(Report {
+        let _ = self.send(Report {
             kind: Kind::TaskCap,
             step: Step::TaskCap,
             errno: i32::try_from(left).unwrap_or(i32::MAX),
@@ -246,7 +246,7 @@ impl Channel {
             Ok(fd) => fd.into_raw_fd(),
             Err(e) => -(e as i32),
         };
-        self.send(Report {
+        let _ = self.send(Report {
             kind: Kind::Listener,
             step: Step::FilterUnix,
             errno,

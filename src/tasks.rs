@@ -167,13 +167,18 @@ pub fn for_run(
     if asked == Asked::Off {
         return Ok(None);
     }
-    let pid_max = || sys::kernel_release().is_ok_and(|r| pid_max_per_namespace(&r));
+    let pid_max = !matches!(path, Path::CapabilityFree { .. })
+        && sys::kernel_release().is_ok_and(|r| pid_max_per_namespace(&r));
     let means = match path {
-        Path::UserNamespace(_) => Ok(Means {
-            rlimit: true,
-            pid_max: pid_max(),
+        Path::UserNamespace(u) if !u.root_outside || pid_max => Ok(Means {
+            rlimit: !u.root_outside,
+            pid_max,
         }),
-        Path::Direct { .. } if pid_max() => Ok(Means {
+        Path::UserNamespace(_) => Err(
+            "the caller is root outside the run's user namespace, whom the kernel checks no \
+             RLIMIT_NPROC for, and before Linux 6.14 it keeps no pid_max per PID namespace",
+        ),
+        Path::Direct { .. } if pid_max => Ok(Means {
             rlimit: false,
             pid_max: true,
         }),
@@ -206,13 +211,15 @@ pub fn for_run(
     // where the cap would take more than half of it (or the caller's
     // hard limit is below the cap: the call is refused, EPERM).
     let setup = |e| Error::setup(Step::TaskCap, e);
-    let own = match sys::set_process_limit(u64::from(c.rlimit())) {
-        Ok(own) => own,
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => sys::process_limit().map_err(setup)?,
+    let (own, set) = match sys::set_process_limit(u64::from(c.rlimit())) {
+        Ok(own) => (own, true),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            (sys::process_limit().map_err(setup)?, false)
+        }
         Err(e) => return Err(setup(e)),
     };
     let fitted = resolve(asked, means, cpus, own)?;
-    if fitted != cap {
+    if fitted != cap || !set {
         if let Some(f) = fitted {
             sys::set_process_limit(u64::from(f.rlimit())).map_err(setup)?;
         }

@@ -75,6 +75,9 @@ pub struct UsernsEntry {
     /// EINVAL answers retried.
     pub retries: u32,
     pub elapsed: Duration,
+    /// The caller was root, mapped to root in the namespace above (or
+    /// its map could not be read): RLIMIT_NPROC caps none of its tasks.
+    pub root_outside: bool,
 }
 
 /// What [`enter`] did.
@@ -119,8 +122,15 @@ pub fn enter(backoff: &Backoff, way: WayIn) -> Result<Entry, Error> {
     }
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
+    // Root here may be root outside too (srt's bubblewrap as root), whom
+    // the kernel never holds to RLIMIT_NPROC (tasks.rs): read before the
+    // unshare, while the map shows this namespace's ids outside it.
+    let root_outside = uid == 0 && uid_outside(0).is_none_or(|u| u == 0);
     let userns = match enter_user_namespace_with(backoff, &mut wait) {
-        Ok(userns) => userns,
+        Ok(userns) => UsernsEntry {
+            root_outside,
+            ..userns
+        },
         // The kernel said there is no room for one: nothing to probe.
         Err(Error::Setup { step, source })
             if matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EUSERS)) =>
@@ -253,6 +263,23 @@ impl Entry {
     }
 }
 
+/// What `uid` of this user namespace is in the one above it
+/// (`/proc/self/uid_map`); `None` where the map cannot be read or does
+/// not map it.
+fn uid_outside(uid: u32) -> Option<u32> {
+    outside(&std::fs::read_to_string("/proc/self/uid_map").ok()?, uid)
+}
+
+/// `uid` through `map` (a `uid_map`'s text: inside, outside, count).
+fn outside(map: &str, uid: u32) -> Option<u32> {
+    map.lines().find_map(|line| {
+        let mut f = line.split_whitespace().map(|n| n.parse::<u64>().ok());
+        let (inside, outside, count) = (f.next()??, f.next()??, f.next()??);
+        let at = u64::from(uid).checked_sub(inside).filter(|&d| d < count)?;
+        u32::try_from(outside + at).ok()
+    })
+}
+
 /// Waits for a single thread, then `unshare(CLONE_NEWUSER|CLONE_NEWNS|
 /// CLONE_NEWPID)` with bounded retries on EINVAL.
 pub fn enter_user_namespace(backoff: &Backoff) -> Result<UsernsEntry, Error> {
@@ -272,6 +299,8 @@ fn enter_user_namespace_with(
         wait: *wait,
         retries,
         elapsed: start.elapsed(),
+        // The caller's (enter) to say: the race tester's needs none.
+        root_outside: false,
     })
 }
 
@@ -358,4 +387,20 @@ fn write_maps(uid: u32, gid: u32) -> Result<(), Error> {
     write("/proc/self/setgroups", "deny".into(), Step::Setgroups)?;
     write("/proc/self/uid_map", format!("{uid} {uid} 1"), Step::UidMap)?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1"), Step::GidMap)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_uid_is_followed_through_its_map() {
+        let init = "         0          0 4294967295\n";
+        assert_eq!(super::outside(init, 0), Some(0));
+        let bwrap_as_user = "      1000       1000          1\n";
+        assert_eq!(super::outside(bwrap_as_user, 0), None);
+        assert_eq!(super::outside(bwrap_as_user, 1000), Some(1000));
+        let shifted = "0 100000 65536\n";
+        assert_eq!(super::outside(shifted, 0), Some(100000));
+        assert_eq!(super::outside(shifted, 70000), None);
+        assert_eq!(super::outside("garbage", 0), None);
+    }
 }

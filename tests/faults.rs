@@ -116,7 +116,7 @@ fn eperm_fails_closed_with_the_hint() {
 /// the C library picks between equivalent syscalls (musl opens with `open`
 /// and forks with `fork` on x86_64, glibc uses `openat` and `clone`), the
 /// entry names them all, `|`-separated, and each one made is injected.
-const SETUP_CALLS: [(&str, &str); 28] = [
+const SETUP_CALLS: [(&str, &str); 30] = [
     ("unshare", "EPERM"),
     ("unshare", "EINVAL"),
     ("openat|open", "EACCES"),
@@ -155,6 +155,12 @@ const SETUP_CALLS: [(&str, &str); 28] = [
     ("epoll_create1", "EMFILE"),
     ("epoll_ctl", "ENOMEM"),
     ("epoll_pwait", "EINVAL"),
+    // The task cap (tasks.rs): the stub's RLIMIT_NPROC set (with the
+    // caller's read in the same call; refused, the run ends) and the
+    // kernel's release (unread: no pid_max per namespace is assumed, so
+    // root's run has no default cap and an asked one is refused).
+    ("prlimit64", "EPERM"),
+    ("uname", "EFAULT"),
 ];
 
 /// One setting of the fault runs: the way in, on the host or inside

@@ -39,20 +39,7 @@ int main(void) {
 
 /// Forks children that pause until a fork is refused: how many, and the
 /// errno.
-const COUNTER: &str = r#"
-#include <errno.h>
-#include <stdio.h>
-#include <unistd.h>
-int main(void) {
-    int n = 0;
-    for (;;) {
-        pid_t p = fork();
-        if (p == 0) { pause(); _exit(0); }
-        if (p < 0) { printf("forked %d errno %d\n", n, errno); return 0; }
-        n++;
-    }
-}
-"#;
+const COUNTER: &str = include_str!("probe/counter.c");
 
 /// The C programs, built once (static, so they run under bubblewrap).
 fn program(name: &str) -> Option<&'static Path> {

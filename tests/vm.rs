@@ -69,6 +69,73 @@ struct Script {
 
 const HELPER: &str = "/opt/apply-seccomp";
 const PROBE: &str = "/opt/probe";
+const COUNTER: &str = "/opt/counter";
+
+/// The task cap's cases (issue 57, src/tasks.rs): `/opt/counter` forks
+/// until refused under an asked cap, directly and under srt's line, as
+/// root and uid 65534; the machine's `pid_max` read before and after.
+fn add_task_cap_cases(s: &mut Script) {
+    s.line("run pidmax-before cat /proc/sys/kernel/pid_max");
+    for who in GUESTS {
+        let cap = if who == Guest::Root { "400" } else { "20" };
+        let env = [("APPLY_SECCOMP_MAX_TASKS", cap)];
+        let argv = [HELPER, COUNTER];
+        let direct: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        s.case(&format!("{who:?}-cap-direct"), who, &env, &direct);
+        s.case(&format!("{who:?}-cap-bwrap"), who, &env, &bwrap(who, &argv));
+    }
+    s.line("run pidmax-after cat /proc/sys/kernel/pid_max");
+}
+
+/// What [`add_task_cap_cases`] must show: on a kernel that keeps
+/// `pid_max` per PID namespace (6.14+) every cap exact (the counter is
+/// one of the tasks); before, uid 65534's exact (RLIMIT_NPROC) and
+/// root's refused, since the kernel holds root to neither; the
+/// machine's `pid_max` untouched either way.
+fn check_task_cap(cases: &BTreeMap<String, Ran>, kernel: &str, per_namespace: bool) {
+    let before = get(cases, "pidmax-before");
+    assert_eq!(
+        get(cases, "pidmax-after").stdout,
+        before.stdout,
+        "{kernel}: the machine's pid_max changed"
+    );
+    for who in GUESTS {
+        for place in ["direct", "bwrap"] {
+            let ran = get(cases, &format!("{who:?}-cap-{place}"));
+            let ctx = format!("{kernel} {who:?}-cap-{place}: {}", ran.all());
+            if who == Guest::Root && !per_namespace {
+                assert_eq!(ran.status, 125, "{ctx}");
+                assert_eq!(ran.stdout, "", "{ctx}");
+                assert!(
+                    ran.stderr
+                        .contains("before Linux 6.14 it keeps no pid_max per PID namespace"),
+                    "{ctx}"
+                );
+                continue;
+            }
+            let forks = if who == Guest::Root { 399 } else { 19 };
+            assert_eq!(
+                (ran.status, ran.stdout.as_str()),
+                (
+                    0,
+                    format!("forked {forks} errno {}\n", libc::EAGAIN).as_str()
+                ),
+                "{ctx}"
+            );
+        }
+    }
+}
+
+/// The counter, static, for the x86_64 guests.
+fn counter_x86_64() -> Option<PathBuf> {
+    let dir = fixture().dir.join("vm-counter");
+    std::fs::create_dir_all(&dir).unwrap();
+    let built = common::static_c(&dir, "counter", include_str!("probe/counter.c"));
+    if built.is_none() {
+        common::skip("gcc with static glibc (libc6-dev) is needed for the counter");
+    }
+    built
+}
 const PROFILE: &str = "/usr/share/apparmor/extra-profiles/bwrap-userns-restrict";
 
 impl Script {
@@ -142,6 +209,7 @@ fn boot(release: &str, lsm: &str, script: &Script, label: &str) -> Option<BTreeM
     let files = [
         (fixture().helper.clone(), HELPER),
         (probe.to_path_buf(), PROBE),
+        (counter_x86_64()?, COUNTER),
     ];
     boot_guest("x86_64", release, lsm, &files, script, label)
 }
@@ -751,6 +819,7 @@ fn an_older_landlock_without_scoping_is_refused_by_name() {
         );
         s.echo_ran(&format!("auto-{who:?}"), who, &[("SRT_DEBUG", "1")], &[]);
     }
+    add_task_cap_cases(&mut s);
     s.line("run kernel uname -r");
     let Some(cases) = boot(
         "bookworm",
@@ -761,6 +830,7 @@ fn an_older_landlock_without_scoping_is_refused_by_name() {
         return;
     };
     let kernel = get(&cases, "kernel").stdout.clone();
+    check_task_cap(&cases, &kernel, false);
     for who in GUESTS {
         let forced = get(&cases, &format!("forced-{who:?}"));
         assert_eq!(forced.status, 125, "{kernel} {who:?}: {}", forced.all());
@@ -824,12 +894,20 @@ fn aarch64_files() -> Result<Vec<(PathBuf, &'static str)>, String> {
             )
             .unwrap();
             let a32 = dir.join("a32");
+            let counter_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe/counter.c");
+            let counter = dir.join("counter");
             for (cc, args, output, input) in [
                 (
                     "aarch64-linux-gnu-gcc",
                     &["-static", "-O1", "-pthread"][..],
                     &probe,
                     &src,
+                ),
+                (
+                    "aarch64-linux-gnu-gcc",
+                    &["-static", "-O1"][..],
+                    &counter,
+                    &counter_src,
                 ),
                 (
                     "arm-linux-gnueabihf-gcc",
@@ -849,7 +927,12 @@ fn aarch64_files() -> Result<Vec<(PathBuf, &'static str)>, String> {
                     return Err(format!("{cc}: {}", String::from_utf8_lossy(&out.stderr)));
                 }
             }
-            Ok(vec![(helper, HELPER), (probe, PROBE), (a32, "/opt/a32")])
+            Ok(vec![
+                (helper, HELPER),
+                (probe, PROBE),
+                (a32, "/opt/a32"),
+                (counter, COUNTER),
+            ])
         })
         .clone()
 }
@@ -1097,6 +1180,7 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
         &[HELPER.to_string(), "--doctor".into(), "--json".into()],
     );
     s.line("insmod /vm-modules/unix_diag.ko");
+    add_task_cap_cases(&mut s);
     s.line("run kernel uname -rm");
     let Some(cases) = boot_guest(
         "aarch64",
@@ -1110,6 +1194,7 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
     };
     let kernel = get(&cases, "kernel").stdout.trim().to_string();
     assert!(kernel.ends_with("aarch64"), "{kernel}");
+    check_task_cap(&cases, &kernel, false);
     for who in GUESTS {
         let guard = get(&cases, &format!("aarch64-{who:?}-guard"));
         let ctx = format!("{kernel} aarch64-{who:?}-guard: {}", guard.all());
@@ -1378,9 +1463,13 @@ fn the_kernel_holds_the_socket_policy_where_landlock_can() {
     let Some(probe) = fixture().probe() else {
         return;
     };
+    let Some(counter) = counter_x86_64() else {
+        return;
+    };
     let files = [
         (fixture().helper.clone(), HELPER),
         (probe.to_path_buf(), PROBE),
+        (counter, COUNTER),
     ];
     kernel_policy("x86_64", &files);
 }
@@ -1486,6 +1575,7 @@ fn kernel_policy(arch: &str, files: &[(PathBuf, &str)]) {
         &[],
         &[HELPER.to_string(), "--doctor".into(), "--json".into()],
     );
+    add_task_cap_cases(&mut s);
     s.line("run kernel uname -r");
     let lsm = "landlock,lockdown,yama,apparmor,bpf";
     let label = format!("sid-{arch}");
@@ -1493,6 +1583,7 @@ fn kernel_policy(arch: &str, files: &[(PathBuf, &str)]) {
         return;
     };
     let kernel = get(&cases, "kernel").stdout.trim().to_string();
+    check_task_cap(&cases, &kernel, true);
     let (_, status, found, _) = doctor_check(get(&cases, "doctor"), "unix sockets");
     assert_eq!(status, "ok", "{kernel} doctor: {found}");
     assert!(

@@ -59,11 +59,26 @@ fn cap_in_bubblewrap(binary: &Path) -> Result<String, String> {
         .arg("/bin/true")
         .env("SRT_DEBUG", "1");
     let ran = run_bounded(cmd, Duration::from_secs(20)).map_err(|e| e.to_string())?;
-    ran.stderr
+    let line = ran
+        .stderr
         .lines()
         .find_map(|l| l.strip_prefix("apply-seccomp: task cap: "))
         .map(|l| format!("task cap: {l}"))
-        .ok_or_else(|| format!("no task cap line: {}", ran.stderr_text()))
+        .ok_or_else(|| format!("no task cap line: {}", ran.stderr_text()))?;
+    // init's pid_max refused, where nothing else keeps the cap: said
+    // after the line above, as a tolerated step.
+    let step = crate::error::Step::TaskCap.describe();
+    match ran
+        .stderr
+        .lines()
+        .find(|l| l.contains(step) && l.ends_with("(tolerated)"))
+    {
+        Some(refused) if !line.contains("RLIMIT_NPROC") => {
+            Ok(format!("task cap: none ({refused})"))
+        }
+        Some(refused) => Ok(format!("{line}; but {refused}")),
+        None => Ok(line),
+    }
 }
 
 /// The memory and CPU caps: what is asked, whether a subtree of this

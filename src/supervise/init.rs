@@ -164,8 +164,10 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
                     chan.task_cap(left);
                 }
             }
-            if plan.init_outlives_stub {
-                chan.exited(status);
+            // The stub waits for the report, or for init's end: where the
+            // report could not be sent (a failed write), init ends now
+            // with the status, or the two would wait for each other.
+            if plan.init_outlives_stub && chan.exited(status) {
                 sys::wait_to_be_killed()
             }
             sys::exit_now(status)
