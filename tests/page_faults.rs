@@ -54,9 +54,14 @@ const RUNS: usize = 41;
 // hashes differ: 103 of 538 matched the shipped build's); a run maps 58
 // pages of text instead of 154. Four readings: 31 and 43-44. One above
 // the highest median seen: 32 and 45.
+// Issue 57: the task cap on every run (the stub's uname and prlimit64,
+// init's pid_max write and its count of what is left) touches a page or
+// two more: root's median read 32-33 in four readings (31 before), uid
+// 65534's 44-45 (43-44); one CI run failed at 33 > 32. One above the
+// highest median seen: 34 and 46.
 const LIMITS: [(&str, User, i64); 2] = [
-    ("host root", User::Root, 32),
-    ("host uid 65534", User::Unprivileged, 45),
+    ("host root", User::Root, 34),
+    ("host uid 65534", User::Unprivileged, 46),
 ];
 
 /// The release build, copied where uid 65534 can run it (as
