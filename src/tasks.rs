@@ -12,9 +12,11 @@
 //!   kernel checks no one whose real user is root (nor who holds
 //!   CAP_SYS_RESOURCE or CAP_SYS_ADMIN in the initial namespace).
 //! - the run's PID namespace's own `pid_max` (Linux 6.14 and later;
-//!   before, the file is the machine's), written by init: on the direct
-//!   way (root, or CAP_SYS_ADMIN), and beside the limit above, so that
-//!   root's runs in a user namespace (srt's as root) are capped too. PIDs
+//!   before, the file is the machine's), written by init, where the
+//!   limit above holds nothing: on the direct way (root, or
+//!   CAP_SYS_ADMIN), and for a caller who is root outside the user
+//!   namespace the helper made (srt's bubblewrap as root). Not beside the
+//!   limit: its open, write and close cost a run 3-5 us more. PIDs
 //!   1 to `pid_max - 1` on a first pass, so the command's tasks stop at
 //!   the cap; past a wrap the kernel hands out PIDs from 300 up only, so a
 //!   run that has wrapped has between `cap - 298` and `cap`, and the
@@ -167,18 +169,23 @@ pub fn for_run(
     if asked == Asked::Off {
         return Ok(None);
     }
-    let pid_max = !matches!(path, Path::CapabilityFree { .. })
-        && sys::kernel_release().is_ok_and(|r| pid_max_per_namespace(&r));
+    // RLIMIT_NPROC where the kernel checks it, exact and cheapest (one
+    // call); else pid_max, where the kernel keeps one per PID namespace.
+    let pid_max = || sys::kernel_release().is_ok_and(|r| pid_max_per_namespace(&r));
     let means = match path {
-        Path::UserNamespace(u) if !u.root_outside || pid_max => Ok(Means {
-            rlimit: !u.root_outside,
-            pid_max,
+        Path::UserNamespace(u) if !u.root_outside => Ok(Means {
+            rlimit: true,
+            pid_max: false,
+        }),
+        Path::UserNamespace(_) if pid_max() => Ok(Means {
+            rlimit: false,
+            pid_max: true,
         }),
         Path::UserNamespace(_) => Err(
             "the caller is root outside the run's user namespace, whom the kernel checks no \
              RLIMIT_NPROC for, and before Linux 6.14 it keeps no pid_max per PID namespace",
         ),
-        Path::Direct { .. } if pid_max => Ok(Means {
+        Path::Direct { .. } if pid_max() => Ok(Means {
             rlimit: false,
             pid_max: true,
         }),

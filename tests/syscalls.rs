@@ -85,15 +85,16 @@ use common::{BWRAP_OPTIONS, NOBODY, Place, User, fixture, is_root, which};
 // kernel clears at the stub's exit (sys::clear_on_exit): the stub's
 // set_tid_address in place of getpid and pidfd_open (-1), no ppoll in
 // init (-1).
-// The task cap (src/tasks.rs), on by default: the stub reads the
-// kernel's release (uname: +1) and, where it made the user namespace,
-// sets RLIMIT_NPROC reading the caller's in the same call (prlimit64:
-// +1); init writes its PID namespace's pid_max (open, write, close: +3)
-// and, once the command is reaped, asks whether anything is left to end
-// and count (wait4, WNOHANG: +1; under bubblewrap it asked already).
+// The task cap (src/tasks.rs), on by default: where the stub made the
+// user namespace it sets RLIMIT_NPROC, reading the caller's in the same
+// call (prlimit64: +1); as root, whom that limit holds to nothing, it
+// reads the kernel's release (uname: +1) and init writes its PID
+// namespace's pid_max (open, write, close: +3). init, once the command
+// is reaped, asks whether anything is left to end and count (wait4,
+// WNOHANG: +1; under bubblewrap it asked already).
 const LIMITS: &[(&str, &[usize])] = &[
     ("host root", &[37, 16, 6]),
-    ("host uid 65534", &[52, 19, 6]),
+    ("host uid 65534", &[51, 16, 6]),
     // The ruleset's folders are listed through their own descriptors
     // (capfree.rs): no fcntl after each folder's open, which musl's
     // opendir made (-1 per folder listed: -4 here, four folders on the way
@@ -127,7 +128,7 @@ const LIMITS: &[(&str, &[usize])] = &[
     // init's end (sys::end_all_others) asks first whether it has a child
     // left (wait4, WNOHANG): with none, the namespace holds no other
     // process, and there is no kill(-1) nor the blocking wait4 (-1).
-    ("bwrap uid 65534", &[65, 20, 6]),
+    ("bwrap uid 65534", &[64, 17, 6]),
     // Under bubblewrap the capability-free stub starts a holder for the
     // mount guard's inotify instance (supervise/mod.rs, start_holder):
     // getpid, pidfd_open, the stack's mprotect, clone, close (+5); at its
