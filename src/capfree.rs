@@ -49,7 +49,7 @@ pub struct Domain {
 
 /// A mount point as `mountinfo` writes it: octal escapes for space, tab,
 /// newline and backslash.
-fn unescape(field: &[u8]) -> PathBuf {
+pub(crate) fn unescape(field: &[u8]) -> PathBuf {
     let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
     while i < field.len() {

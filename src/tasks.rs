@@ -87,13 +87,13 @@ impl Asked {
     }
 }
 
-/// How the kernel keeps the cap: either or both.
+/// How the kernel keeps the cap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Means {
+pub enum Means {
     /// `RLIMIT_NPROC`, set by the stub.
-    pub rlimit: bool,
+    Rlimit,
     /// The PID namespace's `pid_max`, written by init.
-    pub pid_max: bool,
+    PidMax,
 }
 
 /// The cap of a run.
@@ -137,8 +137,8 @@ pub fn resolve(
     };
     let half = own.map_or(u64::from(u32::MAX), |l| l / 2);
     let mut tasks = u32::try_from(u64::from(tasks).min(half)).unwrap_or(u32::MAX);
-    if means.pid_max {
-        if tasks < PID_MAX_MIN - 2 && !means.rlimit {
+    if means == Means::PidMax {
+        if tasks < PID_MAX_MIN - 2 {
             if is_asked {
                 return Err(Error::Usage(format!(
                     "{VARIABLE}={tasks}: as root the cap is the PID namespace's pid_max, which \
@@ -173,22 +173,13 @@ pub fn for_run(
     // call); else pid_max, where the kernel keeps one per PID namespace.
     let pid_max = || sys::kernel_release().is_ok_and(|r| pid_max_per_namespace(&r));
     let means = match path {
-        Path::UserNamespace(u) if !u.root_outside => Ok(Means {
-            rlimit: true,
-            pid_max: false,
-        }),
-        Path::UserNamespace(_) if pid_max() => Ok(Means {
-            rlimit: false,
-            pid_max: true,
-        }),
+        Path::UserNamespace(u) if !u.root_outside => Ok(Means::Rlimit),
+        Path::UserNamespace(_) if pid_max() => Ok(Means::PidMax),
         Path::UserNamespace(_) => Err(
             "the caller is root outside the run's user namespace, whom the kernel checks no \
              RLIMIT_NPROC for, and before Linux 6.14 it keeps no pid_max per PID namespace",
         ),
-        Path::Direct { .. } if pid_max() => Ok(Means {
-            rlimit: false,
-            pid_max: true,
-        }),
+        Path::Direct { .. } if pid_max() => Ok(Means::PidMax),
         Path::Direct { .. } => Err(
             "as root the kernel checks no RLIMIT_NPROC, and before Linux 6.14 it keeps no \
              pid_max per PID namespace",
@@ -211,7 +202,7 @@ pub fn for_run(
     }
     let cpus = had.map_or(1, sys::cpu_count);
     let cap = resolve(asked, means, cpus, None)?;
-    let Some(c) = cap.filter(|c| c.means.rlimit) else {
+    let Some(c) = cap.filter(|c| c.means == Means::Rlimit) else {
         return Ok(cap);
     };
     // Set, and the caller's limit read, in one call; set again, lower,
@@ -251,7 +242,7 @@ impl Cap {
     /// of the cap (what a process of the run may have left between a
     /// refused fork and its exit), less the PIDs a wrap takes out of use.
     pub fn reached(&self, left: u32) -> bool {
-        let floor = if self.means.pid_max {
+        let floor = if self.means == Means::PidMax {
             self.tasks.saturating_sub(PID_MAX_MIN - 3)
         } else {
             self.tasks
@@ -275,12 +266,9 @@ impl Cap {
             "task cap: {} tasks ({}), {}",
             self.tasks,
             if self.asked { VARIABLE } else { "the default" },
-            match (self.means.rlimit, self.means.pid_max) {
-                (true, true) => {
-                    "RLIMIT_NPROC in the run's user namespace and its PID namespace's pid_max"
-                }
-                (true, false) => "RLIMIT_NPROC in the run's user namespace",
-                _ => "the run's PID namespace's pid_max",
+            match self.means {
+                Means::Rlimit => "RLIMIT_NPROC in the run's user namespace",
+                Means::PidMax => "the run's PID namespace's pid_max",
             }
         )
     }
@@ -320,14 +308,8 @@ pub fn pid_max_per_namespace(release: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    const NPROC: Means = Means {
-        rlimit: true,
-        pid_max: false,
-    };
-    const PID_MAX: Means = Means {
-        rlimit: false,
-        pid_max: true,
-    };
+    const NPROC: Means = Means::Rlimit;
+    const PID_MAX: Means = Means::PidMax;
 
     #[test]
     fn the_setting_reads_a_number_zero_or_nothing() {
@@ -387,17 +369,12 @@ mod tests {
         };
         assert_eq!(cap.rlimit(), 22);
         assert!(cap.reached(19) && cap.reached(18) && !cap.reached(10));
-        let both = Cap {
-            means: Means {
-                rlimit: true,
-                pid_max: true,
-            },
-            ..cap
-        };
-        assert_eq!(both.pid_max(), PID_MAX_MIN);
+        // pid_max never below the kernel's floor; RLIMIT_NPROC keeps a
+        // cap below it.
+        assert_eq!(cap.pid_max(), PID_MAX_MIN);
         assert_eq!(
-            resolve(Asked::At(20), Ok(both.means), 2, None).unwrap(),
-            Some(both)
+            resolve(Asked::At(20), Ok(NPROC), 2, None).unwrap(),
+            Some(cap)
         );
         let pid = Cap {
             tasks: 1024,

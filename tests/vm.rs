@@ -165,22 +165,28 @@ impl Script {
 
     /// `argv` as `who`, with a clean environment plus `env`.
     fn case(&mut self, name: &str, who: Guest, env: &[(&str, &str)], argv: &[String]) {
-        let mut words = vec![
-            "env".to_string(),
-            "-i".into(),
-            "PATH=/usr/sbin:/usr/bin:/sbin:/bin".into(),
-        ];
-        words.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
-        words.extend(argv.iter().cloned());
-        let command = join(&words);
-        let command = match who {
-            Guest::Root => command,
-            Guest::Nobody => format!(
-                "su -s /bin/sh nobody -c {}",
-                quote(&format!("cd / && {command}"))
-            ),
-        };
+        let command = as_guest(who, env, argv);
         self.line(&format!("run {name} sh -c {}", quote(&command)));
+    }
+}
+
+/// The shell command that runs `argv` as `who`, with a clean environment
+/// plus `env`.
+fn as_guest(who: Guest, env: &[(&str, &str)], argv: &[String]) -> String {
+    let mut words = vec![
+        "env".to_string(),
+        "-i".into(),
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin".into(),
+    ];
+    words.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+    words.extend(argv.iter().cloned());
+    let command = join(&words);
+    match who {
+        Guest::Root => command,
+        Guest::Nobody => format!(
+            "su -s /bin/sh nobody -c {}",
+            quote(&format!("cd / && {command}"))
+        ),
     }
 }
 
@@ -1707,17 +1713,7 @@ int main(int argc, char **argv) {
 /// systemd puts a user's processes in the subtree it delegates (moving a
 /// process takes write access to the common ancestor's `cgroup.procs`).
 fn in_cgroup(s: &mut Script, name: &str, cgroup: &str, env: &[(&str, &str)], argv: &[String]) {
-    let mut words = vec![
-        "env".to_string(),
-        "-i".into(),
-        "PATH=/usr/sbin:/usr/bin:/sbin:/bin".into(),
-    ];
-    words.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
-    words.extend(argv.iter().cloned());
-    let user = format!(
-        "su -s /bin/sh nobody -c {}",
-        quote(&format!("cd / && {}", join(&words)))
-    );
+    let user = as_guest(Guest::Nobody, env, argv);
     let command = format!("echo $$ > {cgroup}/cgroup.procs && exec {user}");
     s.line(&format!("run {name} sh -c {}", quote(&command)));
 }
@@ -1782,7 +1778,10 @@ fn a_memory_cap_stops_the_command_and_nothing_else() {
         HELPER,
         "/bin/sh",
         "-c",
-        "g=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup); echo $g; cat $g/cpu.max $g/pids.max",
+        "g=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup); echo $g; cat $g/cpu.max $g/pids.max; \
+         for f in $g/cpu.max $g/pids.max; do echo max > $f 2>/dev/null && echo raised $f; done; \
+         echo $$ > $g/../session/cgroup.procs 2>/dev/null && echo left the cgroup; \
+         g2=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup); [ $g2 = $g ] && echo still in it",
     ]);
     let cpu_env = [
         ("APPLY_SECCOMP_CPU_MAX", "0.5"),
@@ -1852,6 +1851,11 @@ fn a_memory_cap_stops_the_command_and_nothing_else() {
     assert_eq!(cpu.status, 0, "{}", cpu.all());
     assert!(cpu.stdout.contains("/apply-seccomp-"), "{}", cpu.all());
     assert!(cpu.stdout.contains("50000 100000\n56\n"), "{}", cpu.all());
+    // The command cannot raise its run's limits nor move out of its
+    // cgroup: the tree is read-only in the sandbox (srt binds / so).
+    assert!(!cpu.stdout.contains("raised"), "{}", cpu.all());
+    assert!(!cpu.stdout.contains("left the cgroup"), "{}", cpu.all());
+    assert!(cpu.stdout.contains("still in it"), "{}", cpu.all());
     let undelegated = get(&cases, "undelegated-Nobody");
     assert_eq!(undelegated.status, 125, "{}", undelegated.all());
     assert_eq!(undelegated.stdout, "", "{}", undelegated.all());

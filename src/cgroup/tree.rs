@@ -10,6 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::{Asked, PERIOD};
+use crate::capfree::unescape;
 
 /// The cgroup v2 tree of this process: where it is mounted, and this
 /// process's cgroup in it.
@@ -36,7 +37,7 @@ impl Tree {
                 let text = String::from_utf8_lossy(line);
                 let (left, right) = text.split_once(" - ")?;
                 (right.split(' ').next()? == "cgroup2")
-                    .then(|| left.split(' ').nth(4).map(unescape))?
+                    .then(|| left.split(' ').nth(4).map(|m| unescape(m.as_bytes())))?
             })
             .ok_or("no cgroup v2 tree is mounted")?;
         let own = cgroup
@@ -58,29 +59,6 @@ impl Tree {
     pub fn ancestors(&self) -> impl Iterator<Item = &Path> {
         self.own.ancestors()
     }
-}
-
-/// A mount point in mountinfo's escapes (`\040` a space).
-fn unescape(field: &str) -> PathBuf {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b
-            .get(i + 1..i + 4)
-            .filter(|o| o.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match (b[i], octal) {
-            (b'\\', Some(o)) => {
-                out.push((o[0] - b'0') * 64 + (o[1] - b'0') * 8 + (o[2] - b'0'));
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    PathBuf::from(OsStr::from_bytes(&out))
 }
 
 /// One of a cgroup's files, trimmed; `None` where it cannot be read.

@@ -114,12 +114,16 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     }
     // The task cap's part in this PID namespace: its own pid_max
     // (tasks.rs; the stub checked the kernel keeps one per namespace).
-    // Where RLIMIT_NPROC holds the cap too, a refusal is tolerated.
-    if let Some(cap) = plan.tasks.filter(|c| c.means.pid_max) {
+    // Refused, an asked cap ends the run; the default is said as
+    // tolerated (the doctor reads it).
+    if let Some(cap) = plan
+        .tasks
+        .filter(|c| c.means == crate::tasks::Means::PidMax)
+    {
         let mut buf = [0; 11];
         let value = crate::tasks::decimal(cap.pid_max(), &mut buf);
         if let Err(e) = sys::write_file(c"/proc/sys/kernel/pid_max", value) {
-            if cap.asked && !cap.means.rlimit {
+            if cap.asked {
                 chan.fail(Step::TaskCap, e);
             }
             chan.report(Kind::Debug, Step::TaskCap, e);
