@@ -43,7 +43,7 @@
 //! same table with it and requires the same answer from both programs for
 //! every syscall number 0-511 of both architectures and the property
 //! test's argument samples. A wrong mask, range end, `JSET` or value here
-//! fails it (README, "Tests").
+//! fails it (docs/testing.md, "The tests, file by file").
 //!
 //! The build fails rather than ship a program that is empty, too long,
 //! jumps backwards or farther than classic BPF can, or lists a number

@@ -1,9 +1,10 @@
 //! argv and environment to what the helper should do. Pure: no syscalls.
 //!
 //! `apply-seccomp [OPTIONS] [--] <command> [args...]`: options start with
-//! `--` and come before the command; `--` ends them; the first word that
-//! does not start with `--` is the command. So every upstream invocation
-//! (`apply-seccomp /usr/bin/bash -c '...'`) parses as a command.
+//! `-` and come before the command; `--` ends them; the first word that
+//! does not start with `-` is the command. So every upstream invocation
+//! (`apply-seccomp /usr/bin/bash -c '...'`) parses as a command, and a
+//! command whose name starts with `-` comes after `--`.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -20,7 +21,7 @@ pub use env::Env;
 pub use unix::UnixPolicy;
 use unix::{allowed_sockets, refusals_reported};
 
-pub const USAGE: &str = "usage: apply-seccomp [--help | --version] [--way-in=WAY] [--] <command> [args...]\n       \
+pub const USAGE: &str = "usage: apply-seccomp [-h | --help | --version] [--way-in=WAY] [--] <command> [args...]\n       \
                          apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
                          apply-seccomp --doctor [--json] [--srt-settings FILE]\n       \
                          apply-seccomp --setup [--srt] [--claude-code] [--managed] [--bin-dir DIR]\n       \
@@ -141,7 +142,14 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
     // come alone and end the parse; `--way-in=WAY` may come before the command; `--`
     // ends the options.
     match args.first().map(|a| a.as_bytes()) {
-        Some(b"--help") => return Ok(Action::Help),
+        Some(b"--help" | b"-h" | b"--version") if args.len() > 1 => {
+            return Err(Error::Usage(format!(
+                "{} takes nothing after it, not {}\n{USAGE}",
+                args[0].to_string_lossy(),
+                args[1].to_string_lossy()
+            )));
+        }
+        Some(b"--help" | b"-h") => return Ok(Action::Help),
         Some(b"--version") => return Ok(Action::Version),
         Some(b"--bwrap-shim") => return Ok(Action::BwrapShim(args[1..].to_vec())),
         Some(b"--doctor") => {
@@ -177,7 +185,7 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
             rest = &rest[1..];
             break;
         }
-        if !option.starts_with(b"--") {
+        if !option.starts_with(b"-") || option == b"-" {
             break;
         }
         match option.strip_prefix(b"--way-in=").map(WayIn::parse) {
@@ -267,22 +275,18 @@ mod tests {
 
     #[test]
     fn options_come_before_the_command_and_double_dash_ends_them() {
-        assert_eq!(
-            parse(&args(&["--help"]), &Env::default()).unwrap(),
-            Action::Help
-        );
-        assert_eq!(
-            parse(&args(&["--version", "x"]), &Env::default()).unwrap(),
-            Action::Version
-        );
-        assert_eq!(
-            run(&["--", "--help"], &Env::default()).argv,
-            args(&["--help"])
-        );
-        assert_eq!(
-            run(&["-x", "--help"], &Env::default()).argv,
-            args(&["-x", "--help"])
-        );
+        let alone = |w: &str| parse(&args(&[w]), &Env::default()).unwrap();
+        assert_eq!(alone("--help"), Action::Help);
+        assert_eq!(alone("-h"), Action::Help);
+        assert_eq!(alone("--version"), Action::Version);
+        // A command named with a leading `-` comes after `--`.
+        for words in [&["--help"][..], &["-h"], &["-x", "--help"]] {
+            assert_eq!(
+                run(&[&["--"], words].concat(), &Env::default()).argv,
+                args(words)
+            );
+        }
+        assert_eq!(run(&["-"], &Env::default()).argv, args(&["-"]));
         assert_eq!(run(&[""], &Env::default()).argv, args(&[""]));
     }
 
@@ -292,6 +296,10 @@ mod tests {
             &[][..],
             &["--"][..],
             &["--bogus", "true"][..],
+            &["-x", "--help"][..],
+            &["-h", "x"][..],
+            &["--help", "x"][..],
+            &["--version", "x"][..],
             &["--race-test", "--strategy", "x"][..],
             &["--way-in=sideways", "true"][..],
             &["--way-in", "namespaces", "true"][..],

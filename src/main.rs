@@ -405,9 +405,9 @@ fn print_report(cfg: &RunConfig, tasks: Option<tasks::Cap>, r: &Report) {
         }),
         (Kind::Debug, Step::MountProc) => debug(cfg.debug, || {
             format!(
-                "mount(/proc): {} (tolerated: the kernel refuses a new /proc here, as it does \
-                 under bubblewrap's --proc to a root caller and in a container's masked /proc; \
-                 the command sees the /proc it was given, read-only)",
+                "note, nothing to do: the command sees the /proc it was given, read-only; \
+                 the kernel refuses a fresh one here ({}), as it does under bubblewrap's \
+                 --proc for a root caller and in a container's masked /proc",
                 error::strerror(&source)
             )
         }),

@@ -388,27 +388,48 @@ fn sh_lines(text: &str, heading: &str) -> Vec<String> {
 
 #[test]
 fn readme_quick_start_works_on_a_fresh_copy() {
+    if !in_full_suite("the quick start's ./setup and package lines install system-wide") {
+        return;
+    }
     if !is_root() {
         skip("the quick start's ./setup installs packages: run as root");
         return;
     }
     let readme = read("README.md");
     let quick = sh_lines(&readme, "## Quick start");
-    // Run as written, but for `cargo test` (this is it) and the packages'
-    // way (tests/package.rs installs the files ./package builds, with these
-    // commands, and runs `--setup` from each).
+    // Run as written, but for `cargo test` (this is it); the package
+    // lines after the source's, as a machine without a toolchain would.
     let version = env!("CARGO_PKG_VERSION");
     let packages = [
-        format!("apt install ./apply-seccomp_{version}_amd64.deb "),
-        format!("npm install -g ./apply-seccomp-{version}.tgz "),
-        "apply-seccomp --setup".to_string(),
+        format!("apt install ./dist/apply-seccomp_{version}_amd64.deb "),
+        format!("npm install -g ./dist/apply-seccomp-{version}.tgz "),
+        "apply-seccomp --setup ".to_string(),
     ];
-    let (run, left): (Vec<&String>, Vec<&String>) = quick.iter().partition(|l| {
-        !l.starts_with("cargo test") && !packages.iter().any(|p| l.starts_with(p.as_str()))
-    });
-    assert_eq!(left.len(), 4, "what the test leaves out changed: {left:?}");
+    let is_package = |l: &str| packages.iter().any(|p| l.starts_with(p.as_str()));
+    let package_lines: Vec<&String> = quick.iter().filter(|l| is_package(l)).collect();
+    let run: Vec<&String> = quick
+        .iter()
+        .filter(|l| !l.starts_with("cargo test") && !is_package(l))
+        .collect();
+    assert_eq!(
+        package_lines.len(),
+        3,
+        "the package lines changed: {quick:?}"
+    );
+    assert_eq!(
+        quick.len(),
+        run.len() + 4,
+        "what the test leaves out changed: {quick:?}"
+    );
     assert!(run.iter().any(|l| l.starts_with("./setup")), "{run:?}");
     assert!(run.iter().any(|l| l.contains("--setup")), "{run:?}");
+    // What the README says the run line prints.
+    let printed = readme
+        .split_once("The first prints `")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .expect("the README says what the run line prints")
+        .0
+        .to_string();
     let claude = sh_lines(&readme, "## Using it with Claude Code");
     let srt = sh_lines(&readme, "## Using it with srt");
     // The set-up guide's commands by hand: the links and srt's check.
@@ -418,6 +439,13 @@ fn readme_quick_start_works_on_a_fresh_copy() {
         2,
         "docs/setup.md's commands changed: {guide:?}"
     );
+    let lines = Lines {
+        run,
+        claude,
+        srt,
+        guide,
+        printed,
+    };
 
     // A fresh copy of the project (what git tracks, and new files not
     // ignored), and a fresh home: the cargo registry and rustup shared,
@@ -448,8 +476,19 @@ fn readme_quick_start_works_on_a_fresh_copy() {
     // home folder (`CARGO_HOME`, issue 46: the PATH the user has is the
     // cargo home's `bin`, never `~/.cargo/bin` by name).
     for outside in [false, true] {
-        quick_start_in(&dir, &copy, &run, &claude, &srt, &guide, outside);
+        quick_start_in(&dir, &copy, &lines, outside);
     }
+    packages_as_written(&dir, &copy, &package_lines);
+}
+
+/// The quick start's lines, sorted by where the test runs them.
+struct Lines<'a> {
+    run: Vec<&'a String>,
+    claude: Vec<String>,
+    srt: Vec<String>,
+    guide: Vec<String>,
+    /// What the README says the run line prints.
+    printed: String,
 }
 
 /// The user's own cargo home: `CARGO_HOME`, else `~/.cargo`.
@@ -463,15 +502,14 @@ fn real_cargo_home() -> PathBuf {
 /// The quick start's `run` lines, then the clients' sections' lines, in a
 /// fresh home folder under `dir`, for the copy `copy`; with `outside`, a
 /// cargo home outside that folder (`CARGO_HOME`).
-fn quick_start_in(
-    dir: &Path,
-    copy: &Path,
-    run: &[&String],
-    claude: &[String],
-    srt: &[String],
-    guide: &[String],
-    outside: bool,
-) {
+fn quick_start_in(dir: &Path, copy: &Path, lines: &Lines, outside: bool) {
+    let Lines {
+        run,
+        claude,
+        srt,
+        guide,
+        printed,
+    } = lines;
     let home = dir.join(if outside {
         "home-cargo-outside"
     } else {
@@ -520,7 +558,7 @@ fn quick_start_in(
             .env("RUSTUP_HOME", &rustup_home)
             // Built once per machine, outside the copy: the copy is fresh,
             // its build need not be.
-            .env("CARGO_TARGET_DIR", project().join("target/quick-start"))
+            .env("CARGO_TARGET_DIR", common::target_dir().join("quick-start"))
             .stdin(Stdio::null());
         if outside {
             cmd.env("CARGO_HOME", &cargo_home);
@@ -550,8 +588,8 @@ fn quick_start_in(
     );
     assert!(said.contains("verdict: ok"), "--setup's doctor:\n{said}");
     assert!(
-        said.contains("Seccomp_filters:\t2"),
-        "the command's filters:\n{said}"
+        said.contains(&format!("\n{printed}\n")),
+        "the run line does not print what the README says ({printed:?}):\n{said}"
     );
     // The binary --setup named is the one cargo installed, in that home.
     let settings = std::fs::read_to_string(home.join(".srt-settings.json")).unwrap();
@@ -577,13 +615,136 @@ fn quick_start_in(
         return;
     };
     assert_eq!(srt.len(), 1, "{srt:?}");
-    for line in srt.iter().chain(guide) {
+    for line in srt.iter().chain(guide.iter()) {
         let said = sh(line, Some(&package.join("node_modules/.bin")));
         if line.contains("SRT_DEBUG=1 srt") {
             assert!(said.contains("apply-seccomp: entry: "), "{said}");
             assert!(said.contains("apply-seccomp: filters: "), "{said}");
         }
     }
+}
+
+/// Purges the Debian package when dropped (a failed assertion included).
+struct Purge;
+
+impl Drop for Purge {
+    fn drop(&mut self) {
+        let _ = Command::new("dpkg")
+            .args(["-P", "apply-seccomp"])
+            .stdin(Stdio::null())
+            .output();
+    }
+}
+
+/// Issue 58: the quick start's package lines as written. Whoever has the
+/// toolchain runs `./package` in the copy (`./setup` ran there already);
+/// the machine without one gets `dist/` in a folder of its own, and runs
+/// the lines from there: the `.deb` with `apt`, `--setup`, then `apt
+/// remove` (its prerm takes the setup back), then the npm package with
+/// `npm install -g` (into a prefix of the test's) and `--setup`, undone.
+/// As root, whose passwd home is the runner's temporary one (the prerm
+/// finds users by it).
+fn packages_as_written(dir: &Path, copy: &Path, lines: &[&String]) {
+    if which("apt").is_none() || which("npm").is_none() {
+        skip("apt and npm are needed for the README's package lines");
+        return;
+    }
+    let Some(home) = runner_root_home() else {
+        skip("not run through tests/runner (cargo test does): root's home would be the real one");
+        return;
+    };
+    let dpkg_has_it = |p: &str| {
+        Command::new("dpkg")
+            .args(["-s", p])
+            .stdin(Stdio::null())
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if dpkg_has_it("apply-seccomp") {
+        skip("apply-seccomp is installed by dpkg here: the package lines would replace it");
+        return;
+    }
+    let npm_prefix = dir.join("npm-global");
+    let machine = dir.join("machine");
+    // The machine without a toolchain: no cargo home on its PATH (where
+    // an apply-seccomp of cargo's would come first); the npm prefix's bin.
+    // The one with it: the user's cargo and rustup homes.
+    let system = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    let machine_path = format!("{}/bin:{system}", npm_prefix.display());
+    let toolchain_path = format!("{}:{system}", real_cargo_home().join("bin").display());
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .unwrap_or(PathBuf::from(std::env::var_os("HOME").unwrap()).join(".rustup"));
+    let sh_with = |line: &str, at: &Path, toolchain: bool| {
+        let mut cmd = Command::new("bash");
+        cmd.args(["-c", line]).current_dir(at).env_clear();
+        if toolchain {
+            cmd.env("PATH", &toolchain_path)
+                .env("CARGO_HOME", real_cargo_home())
+                .env("RUSTUP_HOME", &rustup_home);
+        } else {
+            cmd.env("PATH", &machine_path);
+        }
+        let out = cmd
+            .env("HOME", &home)
+            .env("CARGO_TARGET_DIR", common::target_dir().join("quick-start"))
+            .env("npm_config_prefix", &npm_prefix)
+            .env("npm_config_cache", common::target_dir().join("npm-cache"))
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            out.status.success(),
+            "`{line}` failed ({}):\n{text}",
+            out.status
+        );
+        text
+    };
+    let sh = |line: &str, at: &Path| sh_with(line, at, false);
+    sh_with("./package", copy, true);
+    std::fs::create_dir_all(machine.join("dist")).unwrap();
+    for e in std::fs::read_dir(copy.join("dist")).unwrap().flatten() {
+        std::fs::copy(e.path(), machine.join("dist").join(e.file_name())).unwrap();
+    }
+    let [apt, npm, setup] = [lines[0], lines[1], lines[2]];
+    assert!(
+        apt.starts_with("apt install") && npm.starts_with("npm install"),
+        "{lines:?}"
+    );
+    let applied = || std::fs::read_to_string(home.join(".srt-settings.json")).unwrap_or_default();
+
+    let purge = Purge;
+    sh(apt, &machine);
+    let said = sh(setup, &machine);
+    assert!(said.contains("verdict: ok"), "{said}");
+    assert!(
+        applied().contains("\"applyPath\": \"/usr/bin/apply-seccomp\""),
+        "{}",
+        applied()
+    );
+    let removed = sh("apt remove -y apply-seccomp", &machine);
+    assert!(
+        removed.contains("apply-seccomp: for root, taking back what apply-seccomp --setup set:"),
+        "{removed}"
+    );
+    assert!(!applied().contains("apply-seccomp"), "left: {}", applied());
+    drop(purge);
+    assert!(!dpkg_has_it("apply-seccomp"));
+
+    sh(npm, &machine);
+    let said = sh(setup, &machine);
+    assert!(said.contains("verdict: ok"), "{said}");
+    assert!(
+        applied().contains(&npm_prefix.display().to_string()),
+        "{}",
+        applied()
+    );
+    sh("apply-seccomp --undo", &machine);
+    assert!(!applied().contains("apply-seccomp"), "left: {}", applied());
+    sh("npm uninstall -g apply-seccomp", &machine);
+    assert!(!npm_prefix.join("bin/apply-seccomp").exists());
 }
 
 /// Issue 46: a skip is seen in a plain `cargo test`, whose harness

@@ -133,8 +133,8 @@ fn under_bubblewrap_inits_early_report_and_the_status_both_arrive() {
     assert_eq!(out.status.code(), Some(7), "{err}");
     assert!(
         err.contains(
-            "apply-seccomp: mount(/proc): Operation not permitted (tolerated: the kernel refuses \
-             a new /proc here"
+            "apply-seccomp: note, nothing to do: the command sees the /proc it was given, \
+             read-only; the kernel refuses a fresh one here (Operation not permitted)"
         ),
         "{err}"
     );

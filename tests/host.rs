@@ -15,7 +15,7 @@ use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use common::srt_cli::{left, project, settled, settled_to, srt};
-use common::{User, fixture, stderr, stdout, uid_of, users, which};
+use common::{User, fixture, stderr, stdout, uid_of, which};
 
 /// The tests that use the keepers' folders and locks read-lock this; the
 /// two that hold a lock or take a folder's name write-lock it (every
@@ -113,7 +113,7 @@ fn each_user(tag: &str, test: impl Fn(User, &Path, &Path, &Path)) {
         return;
     }
     let _shared = KEEPER_FOLDER.read().unwrap_or_else(|e| e.into_inner());
-    for user in users() {
+    for user in common::users_in_loop() {
         let dir = project(user, tag);
         let file = settings(&dir, &dir, Some(outside_shim()));
         test(user, &dir, &file, &common::srt_cli::home(user));
@@ -192,7 +192,7 @@ fn a_command_cannot_replace_the_shim_or_add_a_bwrap_before_it() {
         return;
     }
     let _shared = KEEPER_FOLDER.read().unwrap_or_else(|e| e.into_inner());
-    for user in users() {
+    for user in common::users_in_loop() {
         for shim in [Shim::Link, Shim::Copy] {
             for by_path in [false, true] {
                 let home = home_with_shim(user, shim);
@@ -387,7 +387,7 @@ fn no_one_holding_the_lock_stalls_another_session() {
         return;
     }
     let _only = KEEPER_FOLDER.write().unwrap_or_else(|e| e.into_inner());
-    for user in users() {
+    for user in common::users_in_loop() {
         let dir = project(user, "lock");
         let file = settings(&dir, &dir, Some(outside_shim()));
         let home = common::srt_cli::home(user);
@@ -626,7 +626,7 @@ fn planted_passing_names_do_not_switch_the_keeper_off() {
         std::thread::scope(|s| {
             for _ in 0..2 {
                 s.spawn(|| {
-                    for _ in 0..6 {
+                    for _ in 0..common::rounds(6, 2) {
                         let out = srt(user, dir, file, "true").output().unwrap();
                         tally.lock().unwrap().add(&out, 0);
                     }
@@ -700,7 +700,7 @@ fn sessions_with_different_environments_take_one_lock() {
             for k in 0..3 {
                 let (tally, runtimes, dir, file) = (&tally, &runtimes, &dir, &file);
                 s.spawn(move || {
-                    for _ in 0..8 {
+                    for _ in 0..common::rounds(8, 3) {
                         let mut cmd = srt(user, dir, file, "true");
                         if let Some(r) = runtimes.get(k) {
                             cmd.env("XDG_RUNTIME_DIR", r);
@@ -714,7 +714,7 @@ fn sessions_with_different_environments_take_one_lock() {
         let tally = tally.into_inner().unwrap();
         assert_eq!(
             (tally.runs, tally.setup_failures, tally.guard_stops),
-            (24, 0, 0),
+            (3 * common::rounds(8, 3), 0, 0),
             "{tally:?}"
         );
         assert!(tally.other_failures.is_empty(), "{tally:?}");

@@ -604,8 +604,8 @@ fn the_stub_never_continues_a_group_outside_the_command() {
                 "{what}: the other job was continued: {}",
                 t.seen
             );
-            t.type_in("exit\n");
-            let _ = t.status();
+            // Dropped: the shell is killed (an `exit` with a job just
+            // killed met "There are stopped jobs" and waited 15 s a case).
         }
     }
 }

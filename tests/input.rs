@@ -22,13 +22,31 @@ fn no_panic(out: &Output, what: &str) {
 fn unusable_command_lines_get_their_codes() {
     let dir = common::fixture().dir.to_string_lossy().into_owned();
     for (place, user) in matrix() {
-        let cases: [(Vec<&str>, i32, &str); 8] = [
+        let cases: [(Vec<&str>, i32, &str); 12] = [
             (vec![], 125, "apply-seccomp: no command given"),
             (vec!["--"], 125, "apply-seccomp: no command given"),
             (
                 vec!["--frobnicate", "true"],
                 125,
                 "apply-seccomp: unknown option --frobnicate",
+            ),
+            // Issue 58: a first word starting with `-` is an option, `-h`
+            // the help, and nothing may follow --help or --version.
+            (vec!["-x", "true"], 125, "apply-seccomp: unknown option -x"),
+            (
+                vec!["--version", "extra"],
+                125,
+                "apply-seccomp: --version takes nothing after it, not extra",
+            ),
+            (
+                vec!["-h", "true"],
+                125,
+                "apply-seccomp: -h takes nothing after it, not true",
+            ),
+            (
+                vec!["--", "-h"],
+                127,
+                "apply-seccomp: execvp(-h): No such file or directory",
             ),
             (
                 vec![""],
@@ -65,6 +83,15 @@ fn unusable_command_lines_get_their_codes() {
             );
         }
     }
+}
+
+#[test]
+fn dash_h_is_the_help() {
+    let (place, user) = matrix()[0];
+    let out = helper(place, user, &[], &["-h"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("usage: apply-seccomp [-h | --help | --version]"));
+    assert_eq!(stdout(&out), stdout(&helper(place, user, &[], &["--help"])));
 }
 
 #[test]

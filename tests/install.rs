@@ -101,7 +101,7 @@ fn the_release_binary_carries_no_unwind_tables() {
         common::skip("not the x86_64 musl build: another linker keeps the unwind tables");
         return;
     }
-    let release = common::release_build("syscalls-gate", &[], "apply-seccomp-release");
+    let release = common::release_build(common::RELEASE, &[], "apply-seccomp-release");
     let names = section_names(&std::fs::read(&release).unwrap());
     assert!(names.iter().any(|n| n == ".text"), "{names:?}");
     for gone in [".eh_frame", ".eh_frame_hdr", ".gcc_except_table"] {

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::srt_cli::{home, left, project, settled, settled_to, srt};
-use common::{User, fixture, uid_of, users, which};
+use common::{User, fixture, uid_of, which};
 
 /// A link `bwrap -> apply-seccomp`, for `bwrapPath`.
 fn shim() -> &'static Path {
@@ -111,12 +111,14 @@ fn sessions_sharing_a_folder_never_break_each_other() {
     if !ready() {
         return;
     }
-    for user in users() {
+    for user in common::users_in_loop() {
         let dir = project(user, "three");
-        let t = sessions(user, &dir, &settings(&dir, true), 20);
+        // 20 commands a session in the full suite, 8 in the developer's loop.
+        let each = common::rounds(20, 8);
+        let t = sessions(user, &dir, &settings(&dir, true), each);
         let ctx = format!("{user:?} through the shim: {t:?}, left {:?}", settled(&dir));
         eprintln!("{ctx}");
-        assert_eq!(t.runs, 60, "{ctx}");
+        assert_eq!(t.runs, 3 * each, "{ctx}");
         assert_eq!(
             (t.setup_failures, t.guard_stops, t.writes),
             (0, 0, 0),
@@ -163,7 +165,7 @@ fn real_empty_files_and_folders_at_deny_paths_are_left_alone() {
     if !ready() {
         return;
     }
-    for user in users() {
+    for user in common::users_in_loop() {
         let dir = project(user, "real");
         let real = [".bashrc", ".mcp.json", ".vscode", ".claude/commands"];
         std::fs::create_dir(dir.join(".claude")).unwrap();
@@ -318,7 +320,7 @@ fn a_session_killed_mid_run_leaves_no_hold_and_nothing_behind() {
         return;
     }
     let real_bwrap = which("bwrap").unwrap();
-    for user in users() {
+    for user in common::users_in_loop() {
         for victim in ["client", "holder", "bwrap"] {
             let dir = project(user, &format!("kill-{victim}"));
             let settings = settings(&dir, true);
@@ -412,7 +414,7 @@ fn the_shim_killed_at_any_moment_leaves_nothing_the_next_run_does_not_remove() {
         common::skip("bubblewrap is not installed");
         return;
     }
-    for user in users() {
+    for user in common::users_in_loop() {
         let dir = project(user, "kill-shim");
         let d = dir.display();
         let line = |cmd: &str| {
@@ -519,7 +521,7 @@ fn a_deny_path_deleted_on_the_host_is_protected_in_the_next_command() {
     if !ready() {
         return;
     }
-    for user in users() {
+    for user in common::users_in_loop() {
         let dir = project(user, "deleted");
         let settings = settings(&dir, true);
         let bashrc = dir.join(".bashrc");
@@ -578,7 +580,7 @@ fn claude_codes_lines_with_info_and_sync_fds_are_kept_too() {
         common::srt_index(package).display()
     );
     let shim_bin = shim().parent().unwrap().to_path_buf();
-    for user in users() {
+    for user in common::users_in_loop() {
         let dir = project(user, "claude-code");
         let js = dir.with_extension("mjs");
         std::fs::write(&js, &script).unwrap();

@@ -12,8 +12,12 @@ use common::{Place, User, fixture, stderr};
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 
-const RUNS: usize = 1000;
 const PARALLEL: usize = 50;
+
+/// 1000 runs in the full suite, 300 in the developer's loop.
+fn runs() -> usize {
+    common::rounds(1000, 300) as usize
+}
 
 fn place() -> Place {
     if common::which("bwrap").is_some() {
@@ -48,8 +52,9 @@ fn run_all(place: Place) -> Vec<String> {
     let mut problems = Vec::new();
     let mut running: VecDeque<(usize, Child)> = VecDeque::new();
     let mut next = 0;
-    while next < RUNS || !running.is_empty() {
-        while next < RUNS && running.len() < PARALLEL {
+    let runs = runs();
+    while next < runs || !running.is_empty() {
+        while next < runs && running.len() < PARALLEL {
             running.push_back((next, spawn(place, next)));
             next += 1;
         }
@@ -74,8 +79,9 @@ fn a_thousand_parallel_runs_all_succeed() {
     let problems = run_all(place());
     assert!(
         problems.is_empty(),
-        "{} of {RUNS} runs wrong:\n{}",
+        "{} of {} runs wrong:\n{}",
         problems.len(),
+        runs(),
         problems.join("\n")
     );
 }
@@ -95,8 +101,9 @@ fn a_thousand_runs_pinned_to_one_cpu_all_succeed() {
     sched_setaffinity(here, &before).unwrap();
     assert!(
         problems.is_empty(),
-        "{} of {RUNS} runs wrong:\n{}",
+        "{} of {} runs wrong:\n{}",
         problems.len(),
+        runs(),
         problems.join("\n")
     );
 }

@@ -32,8 +32,8 @@ fn project() -> &'static Path {
 /// another hash in its name, which the ordering file would then list in
 /// vain (it did: 103 of 538 names matched the shipped build).
 fn shipped_release() -> (PathBuf, PathBuf) {
-    let bin = release_build("run-order", &[], "apply-seccomp-ordered");
-    let target = project().join("target/run-order");
+    let bin = release_build(common::RELEASE, &[], "apply-seccomp-ordered");
+    let target = common::target_dir().join(common::RELEASE);
     let map = std::fs::read_dir(&target)
         .unwrap()
         .flatten()

@@ -68,7 +68,7 @@ const LIMITS: [(&str, User, i64); 2] = [
 /// tests/syscalls.rs builds it: a debug build is another binary).
 fn release_helper() -> PathBuf {
     let built = if cfg!(debug_assertions) {
-        common::release_build("syscalls-gate", &[], "apply-seccomp-release")
+        common::release_build(common::RELEASE, &[], "apply-seccomp-release")
     } else {
         fixture().helper.clone()
     };

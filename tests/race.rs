@@ -64,11 +64,11 @@ fn the_naive_entry_races_and_the_helper_entry_does_not() {
     if is_root() {
         users.push(true);
     }
+    // 3000 rounds in the full suite, 500 in the developer's loop.
+    let rounds = common::rounds(3000, 500);
+    let n = rounds.to_string();
     for as_nobody in users {
-        let out = tester(
-            &["--join", "spin", "--iterations", "3000", "--json"],
-            as_nobody,
-        );
+        let out = tester(&["--join", "spin", "--iterations", &n, "--json"], as_nobody);
         let text = stdout(&out);
         let lines: Vec<BTreeMap<String, String>> = text.lines().map(fields).collect();
         assert_eq!(lines.len(), 2, "{text}\n{}", stderr(&out));
@@ -77,10 +77,10 @@ fn the_naive_entry_races_and_the_helper_entry_does_not() {
                 assert!(l.contains_key(key), "{key} missing: {l:?}");
             }
             assert_eq!(l["join"], "spin");
-            assert_eq!(number(l, "iterations"), 3000);
+            assert_eq!(number(l, "iterations"), rounds.into());
             assert_eq!(
                 number(l, "ok") + number(l, "einval") + number(l, "other"),
-                3000
+                rounds.into()
             );
         }
         let (naive, helper) = (&lines[0], &lines[1]);
@@ -90,12 +90,14 @@ fn the_naive_entry_races_and_the_helper_entry_does_not() {
         );
         assert_eq!(
             number(helper, "ok"),
-            3000,
+            rounds.into(),
             "the helper entry failed: {helper:?}"
         );
         assert_eq!(out.status.code(), Some(0), "{text}");
         if number(naive, "einval") == 0 {
-            common::skip("the race did not reproduce here (naive: 0 EINVAL in 3000)");
+            common::skip(&format!(
+                "the race did not reproduce here (naive: 0 EINVAL in {rounds})"
+            ));
             continue;
         }
         assert_eq!(number(naive, "other"), 0, "{naive:?}");

@@ -118,6 +118,12 @@ fn setup_points_srt_at_this_helper_and_undo_gives_every_byte_back() {
         let out = helper(user, &home, binary, &["--setup", "--dry-run"]);
         let ctx = text(&out);
         assert!(ctx.contains("would change"), "{user:?}: {ctx}");
+        // Issue 58: no doctor report describing the machine as it is.
+        assert!(
+            ctx.contains("(a dry run: nothing changed;"),
+            "{user:?}: {ctx}"
+        );
+        assert!(!ctx.contains("verdict:"), "{user:?}: {ctx}");
         assert_eq!(read(&settings), original, "{user:?}: the dry run wrote");
         assert!(!link.exists(), "{user:?}: the dry run made the link");
 
@@ -194,6 +200,10 @@ fn setup_points_srt_at_this_helper_and_undo_gives_every_byte_back() {
         assert_eq!((read(&settings), read(&record)), (s1, r1), "{user:?}");
 
         // Undo: every byte back, the link and the record gone.
+        let dry = text(&helper(user, &home, binary, &["--undo", "--dry-run"]));
+        assert!(dry.contains("would "), "{user:?}: {dry}");
+        assert!(!dry.contains("verdict:"), "{user:?}: {dry}");
+        assert!(read(&settings) != original, "{user:?}: the dry undo wrote");
         let undone = helper(user, &home, binary, &["--setup", "--undo"]);
         let undo_ctx = text(&undone);
         assert_eq!(read(&settings), original, "{user:?}: {undo_ctx}");
@@ -429,6 +439,11 @@ fn managed_settings_are_set_as_root_only_and_undone() {
         );
         assert!(
             ctx.contains("does not come before every other bwrap on PATH"),
+            "{ctx}"
+        );
+        // Issue 58: the step that is the user's is said to be theirs.
+        assert!(
+            ctx.contains("one step left for you (setup edits no shell start-up file)"),
             "{ctx}"
         );
         let out = helper(user, &home, &fixture().helper, &["--setup", "--undo"]);

@@ -262,7 +262,7 @@ fn release_helper() -> &'static Path {
         if !cfg!(debug_assertions) {
             return fixture().helper.clone();
         }
-        common::release_build("syscalls-gate", &[], "apply-seccomp-release")
+        common::release_build(common::RELEASE, &[], "apply-seccomp-release")
     })
 }
 

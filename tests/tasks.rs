@@ -327,7 +327,7 @@ fn a_fork_bomb_through_srt_and_the_shim_meets_the_cap() {
     let shim = fixture().dir.join("tasks-shim");
     std::fs::create_dir_all(&shim).unwrap();
     let _ = std::os::unix::fs::symlink(&fixture().helper, shim.join("bwrap"));
-    for user in common::users() {
+    for user in common::users_in_loop() {
         let Some(net) = Net::new(user, NET) else {
             continue;
         };

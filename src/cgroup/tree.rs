@@ -193,7 +193,7 @@ impl InForce {
         if short(asked.cpu, self.cpu) {
             missing.push(format!(
                 "cpu.max in force: {}",
-                found(self.cpu, " us a 100 ms")
+                found(self.cpu, " us per 100 ms")
             ));
         }
         if short(asked.pids, self.pids) {

@@ -83,7 +83,11 @@ pub fn leftovers() -> Check {
     if left.is_empty() {
         return Check::ok(
             NAME,
-            format!("no placeholder of the shim's left in {}", here.display()),
+            format!(
+                "nothing left behind in {} by the shim (the empty files and folders it puts \
+                 on denied paths while a command runs)",
+                here.display()
+            ),
         );
     }
     let names: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();

@@ -353,8 +353,17 @@ pub(super) fn binary_at(
         }
     }
     if !shim::is_ours(&path, binary) {
+        // Issue 58: both keys word a copy of this build the same way.
+        let runs = if named.is_some() {
+            "srt runs that file as bubblewrap"
+        } else {
+            "srt runs that file as its helper"
+        };
         return Err(Wrong {
-            found: format!("{at} is another helper: {}", which_helper(&path)),
+            found: format!(
+                "{at} is not this binary but {}: {runs}",
+                which_helper(&path)
+            ),
             fail: false,
             fix: None,
         });
@@ -372,7 +381,7 @@ pub(super) fn binary_at(
         Some(protected) => format!("{at} is this binary (the shim), executable{protected}"),
         None => format!(
             "{at} is this binary, executable, outside every allowWrite folder and srt's own \
-             writable ones ({} folders checked)",
+             writable ones (all {} folders a sandboxed command may write)",
             writable.len()
         ),
     })
@@ -388,21 +397,21 @@ fn which_helper(p: &Path) -> String {
         // Single-threaded C: it does not race, but its filter lets
         // socketpair(AF_UNIX, SOCK_DGRAM) through, and it fails every
         // command under Ubuntu's AppArmor bwrap profile (docs/shim.md).
-        return "srt's bundled helper (it leaves SOCK_DGRAM socketpairs open and fails every \
-                command under Ubuntu's AppArmor bwrap profile)"
+        return "srt's bundled helper, which leaves SOCK_DGRAM socketpairs open and fails every \
+                command under Ubuntu's AppArmor bwrap profile"
             .into();
     }
     match settings::read_at_most(p, HELPER_MAX) {
         Ok(bytes) => match crate::install::version_in(&bytes) {
             Some(v) if v == crate::install::VERSION => {
-                format!("a copy of this build ({v}), not this file (read, not run)")
+                format!("another copy of this same build, {v} (its bytes read, not run)")
             }
-            Some(v) => format!("another build of this helper, {v} (read, not run)"),
-            None => "not this helper (it carries no version line of this helper's; read, not \
-                     run)"
+            Some(v) => format!("another build of this helper, {v} (its bytes read, not run)"),
+            None => "a program that is not this helper (no version line of this helper's in \
+                     its bytes, read, not run)"
                 .into(),
         },
-        Err(e) => format!("not read ({e}), not run"),
+        Err(e) => format!("a file the doctor could not read ({e}), not run"),
     }
 }
 

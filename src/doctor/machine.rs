@@ -121,8 +121,8 @@ fn seccomp() -> Check {
     match sys::seccomp_action_available(RET_USER_NOTIF) {
         Ok(()) => Check::ok(
             "seccomp",
-            "filters available; SECCOMP_RET_USER_NOTIF available (write observation, \
-             SRT_OBSERVE_SOCK, works)",
+            "filters work, and the kernel can hand a call to the helper's outer process to \
+             decide (SECCOMP_RET_USER_NOTIF): srt's write observation (SRT_OBSERVE_SOCK) works",
         ),
         Err(e) => Check::warn(
             "seccomp",
@@ -232,8 +232,10 @@ fn landlock() -> Check {
         Ok(abi) if abi >= SCOPED_ABI => Check::ok(
             "landlock",
             format!(
-                "ABI {abi}: the capability-free way in can run (signals and abstract sockets \
-                 scoped)"
+                "ABI {abi}: where a new user namespace gives no usable capability (Ubuntu's \
+                 AppArmor bwrap profile), the helper can still take its second way in: the \
+                 same filters and a Landlock domain that keeps a command's signals and \
+                 abstract Unix sockets inside its run"
             ),
         ),
         Ok(abi) => Check::ok(

@@ -191,8 +191,9 @@ impl Report {
                 if self.a_client_uses_it() {
                     ""
                 } else {
-                    ", but no client runs it: srt's applyPath and Claude Code's bwrap name \
-                     another (apply-seccomp --setup)"
+                    ", but neither srt nor Claude Code is set up to run it yet (the srt and \
+                     claude code lines say what each runs now; apply-seccomp --setup points \
+                     both at it)"
                 },
                 match warnings {
                     0 => String::new(),

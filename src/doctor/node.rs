@@ -110,7 +110,9 @@ pub fn check() -> Check {
         return Check::warn(
             NAME,
             format!(
-                "{at}: its version is not written beside it (no include/node/node_version.h, no                  dpkg record), and the doctor runs no node (a sandboxed command could have put                  one on PATH)"
+                "{at}: its version is not written beside it (no include/node/node_version.h, no \
+                 dpkg record), and the doctor runs no node (a sandboxed command could have put \
+                 one on PATH)"
             ),
             "check that `node --version` says v22.12 or newer: srt needs it",
         );
@@ -122,7 +124,7 @@ pub fn check() -> Check {
             NAME,
             format!(
                 "{at} is {said} {read_from}: srt 0.0.83 asks for Node >= {}.{} (npm warns \
-                 EBADENGINE when installing it), and this project tests srt on that only",
+                 EBADENGINE when installing it on an older one)",
                 WANTED.0, WANTED.1
             ),
             "install Node.js 22.12 or newer (https://nodejs.org/en/download, or nvm install 22) \

@@ -51,8 +51,10 @@ pub fn path_order(dir: &Path) -> Option<String> {
         "~/.profile"
     };
     Some(format!(
-        "{} does not come before every other bwrap on PATH: add the line \
-         export PATH=\"{}:$PATH\" to {rc} (and restart Claude Code from a new shell)",
+        "one step left for you (setup edits no shell start-up file): {} does not come \
+         before every other bwrap on PATH, so Claude Code still runs its own helper; add the \
+         line export PATH=\"{}:$PATH\" to {rc} and start Claude Code from a new shell (or, \
+         as root, apply-seccomp --setup --managed sets Claude Code's bwrapPath instead)",
         dir.display(),
         dir.display()
     ))

@@ -279,6 +279,13 @@ pub fn run(cfg: &Config) -> i32 {
             for l in &lines {
                 println!("{l}");
             }
+            // Issue 58: the doctor would read the machine a dry run left as it was.
+            if cfg.dry_run {
+                println!(
+                    "\n(a dry run: nothing changed; apply-seccomp --doctor shows the machine as it is)"
+                );
+                return 0;
+            }
             let report = doctor::run(&doctor::Config {
                 json: false,
                 srt_settings: cfg.srt_settings.clone().map(OsString::from),

@@ -10,7 +10,10 @@
 //!
 //! A test that needs something missing (root, bubblewrap, strace, a C
 //! compiler) skips with a `SKIP:` line; with `APPLY_SECCOMP_MUST_WORK=1`
-//! (set by `.ci/run`) every skip is a failure instead.
+//! (set by `.ci/run`) every skip is a failure instead. A test that changes
+//! the machine (a system-wide install, `./setup`'s packages), boots VMs or
+//! loops for long runs only in the full suite, `APPLY_SECCOMP_FULL=1`
+//! (set by `.ci/run`): `cargo test` alone is the developer's loop.
 #![allow(dead_code)]
 
 pub mod package;
@@ -45,6 +48,41 @@ pub fn skip(reason: &str) -> bool {
     }
     static SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = SKIPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    say_past_capture("SKIP", n, reason);
+    false
+}
+
+/// The full suite: `APPLY_SECCOMP_FULL=1` (`.ci/run` sets it).
+pub fn full_suite() -> bool {
+    std::env::var_os("APPLY_SECCOMP_FULL").is_some_and(|v| v == "1")
+}
+
+/// Whether the calling test (or the part of it named `what`) runs: in the
+/// full suite always; in a plain `cargo test` it is left out, and a
+/// `FULL SUITE ONLY` line says so past the harness's capture. Not a skip:
+/// the machine lacks nothing, the developer's loop leaves it to CI.
+pub fn in_full_suite(what: &str) -> bool {
+    if full_suite() {
+        return true;
+    }
+    static LEFT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = LEFT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    say_past_capture(
+        "FULL SUITE ONLY",
+        n,
+        &format!("{what} (APPLY_SECCOMP_FULL=1 runs it)"),
+    );
+    false
+}
+
+/// How many rounds a stress loop makes: `full` in the full suite, `quick`
+/// in a plain `cargo test` (the same checks, fewer tries at a race).
+pub fn rounds(full: u32, quick: u32) -> u32 {
+    if full_suite() { full } else { quick }
+}
+
+/// `KIND (N in tests/F.rs): TEST: WHY` on stderr, past the capture.
+fn say_past_capture(kind: &str, n: usize, reason: &str) {
     let test = std::thread::current().name().unwrap_or("?").to_string();
     let binary = std::env::current_exe()
         .ok()
@@ -54,10 +92,9 @@ pub fn skip(reason: &str) -> bool {
                 .map_or(n.clone(), |(name, _)| name.to_string())
         })
         .unwrap_or_default();
-    let line = format!("SKIP ({n} in tests/{binary}.rs): {test}: {reason}\n");
+    let line = format!("{kind} ({n} in tests/{binary}.rs): {test}: {reason}\n");
     use std::io::Write;
     let _ = std::io::stderr().write_all(line.as_bytes());
-    false
 }
 
 pub fn is_root() -> bool {
@@ -382,6 +419,8 @@ pub fn srt_package() -> Option<&'static Path> {
         let version =
             std::env::var("APPLY_SECCOMP_SRT_VERSION").unwrap_or_else(|_| "0.0.83".into());
         let out = Command::new("npm")
+            // Its cache (and its logs) in the target folder, not ~/.npm.
+            .env("npm_config_cache", target_dir().join("npm-cache"))
             .args([
                 "install",
                 "--no-audit",
@@ -504,6 +543,17 @@ pub fn users() -> Vec<User> {
     }
 }
 
+/// The users a long, srt-driven test runs as: [`users()`] in the full
+/// suite; in the developer's loop only the last of them (uid 65534 when
+/// the tests run as root), the one the clients' commands run as.
+pub fn users_in_loop() -> Vec<User> {
+    let mut all = users();
+    if !full_suite() && all.len() > 1 {
+        all.drain(..all.len() - 1);
+    }
+    all
+}
+
 /// The uid a command of `user`'s is dropped to: uid 65534 for the
 /// unprivileged user when the tests run as root, else none (it runs as the
 /// tests do).
@@ -511,12 +561,39 @@ pub fn uid_of(user: User) -> Option<u32> {
     (user == User::Unprivileged && is_root()).then_some(NOBODY)
 }
 
+/// Root's home by its passwd entry, if tests/runner made it a temporary
+/// folder of this run's (never the real one: a test that writes settings
+/// there for the Debian package's prerm to find uses it).
+pub fn runner_root_home() -> Option<PathBuf> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    let home = passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 6 && f[2] == "0").then(|| PathBuf::from(f[5]))
+    })?;
+    let name = home.parent()?.file_name()?.to_string_lossy().into_owned();
+    (home.starts_with(std::env::temp_dir()) && name.starts_with(PREFIX)).then_some(home)
+}
+
+/// The target folder the tests were built in (`CARGO_TARGET_DIR`, else
+/// `target/`): every nested build goes under it.
+pub fn target_dir() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR is the target folder's tmp")
+}
+
+/// The nested release build's target folder, under [`target_dir()`]: one
+/// for every test that runs the build as shipped (the syscall and
+/// page-fault gates, the run order, the unwind check).
+pub const RELEASE: &str = "release-nested";
+
 /// A release build of the helper in its own target folder under
-/// `target/` (the running `cargo` holds the lock of the usual one), with
-/// `env` for the nested cargo, copied into the fixture as `name`.
+/// [`target_dir()`] (the running `cargo` holds the lock of the usual
+/// one), with `env` for the nested cargo, copied into the fixture as
+/// `name`.
 pub fn release_build(target: &str, env: &[(&str, &str)], name: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = root.join("target").join(target);
+    let target = target_dir().join(target);
     let status = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
         .args([
             "build",
@@ -560,10 +637,7 @@ pub fn shipped_build(to: &Path) {
         .status()
         .is_ok_and(|s| s.success());
     assert!(ok, "cargo build --release");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    std::fs::copy(release_binary(&target), to).expect("copy the release build");
+    std::fs::copy(release_binary(target_dir()), to).expect("copy the release build");
 }
 
 /// `name` built in `dir` from the C source `code` with static glibc (so

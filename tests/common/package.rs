@@ -72,6 +72,7 @@ pub fn dist() -> Result<&'static Path, String> {
         }
         let run = cmd
             .env("CARGO_TARGET_DIR", tmp.join("package-target"))
+            .env("npm_config_cache", super::target_dir().join("npm-cache"))
             .env_remove("CARGO_BUILD_TARGET")
             .stdin(Stdio::null())
             .output()

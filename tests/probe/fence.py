@@ -1,7 +1,7 @@
 # A process that fences itself with Landlock (no TCP connect), as a test
 # runner or a nested sandbox would, and the processes around it: each
 # line `name=ok` or `name=errno:N` (tests/stub_policy.rs).
-import ctypes, os, socket, struct, sys, time
+import ctypes, os, select, socket, struct, sys, time
 
 libc = ctypes.CDLL(None, use_errno=True)
 abi = libc.syscall(444, None, 0, 1)
@@ -62,6 +62,7 @@ os.waitpid(child, 0)
 # A grandchild left when its parent ends: its parent is then whoever
 # takes orphans.
 r2, w2 = os.pipe()
+r3, w3 = os.pipe()
 parent = os.fork()
 if parent == 0:
     first = os.getpid()
@@ -70,6 +71,7 @@ if parent == 0:
         while os.getppid() == first:
             time.sleep(0.01)
         print("orphan=" + tcp(), flush=True)
+        os.write(w3, b"o")
         os._exit(0)
     os._exit(0)
 os.waitpid(parent, 0)
@@ -80,4 +82,13 @@ if len(sys.argv) > 1:
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(port))
     os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-time.sleep(3)
+# Alive until the orphan has tried and the connects that are made have
+# arrived (before, sibling, and the later one), at most 10 s each: under
+# the helper, the run ends when its command does.
+select.select([r3], [], [], 10)
+srv.settimeout(10)
+for _ in range(3 if len(sys.argv) > 1 else 2):
+    try:
+        srv.accept()[0].close()
+    except OSError:
+        break
