@@ -493,6 +493,13 @@ fn the_doctor_says_which_cap_a_run_gets() {
             line.is_some_and(|l| l.starts_with(want)),
             "{env:?}: {line:?}\n{text}"
         );
+        // Issue 58: no cap in force reads "max", not "max us per 100 ms".
+        let line = line.unwrap_or_default();
+        assert!(
+            line.contains(", cpu.max max,") || line.contains(" us per 100 ms,"),
+            "{line}"
+        );
+        assert!(!line.contains("max us"), "{line}");
     }
 }
 

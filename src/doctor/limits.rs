@@ -112,9 +112,11 @@ fn cgroup_caps() -> (String, Result<(), String>) {
     let force = InForce::read(&tree);
     let show = |v: Option<u64>| v.map_or("max".to_string(), |v| v.to_string());
     let in_force = format!(
-        "in force here: memory.max {}, cpu.max {} us per 100 ms, pids.max {}",
+        "in force here: memory.max {}, cpu.max {}, pids.max {}",
         show(force.memory),
-        show(force.cpu),
+        force
+            .cpu
+            .map_or("max".to_string(), |v| format!("{v} us per 100 ms")),
         show(force.pids)
     );
     let asked_text = asked.map_or(
