@@ -586,6 +586,12 @@ fn quick_start_in(dir: &Path, copy: &Path, lines: &Lines, outside: bool) {
         said.contains("setup: done; now: cargo install --path . && apply-seccomp --setup\n"),
         "{said}"
     );
+    // Issue 58: srt's Node.js (>= 22.12) is there after ./setup, said so.
+    assert!(
+        said.contains(" there (srt asks for >= 22.12)\n")
+            || said.contains(": installed (/usr/local/bin/node)\n"),
+        "{said}"
+    );
     assert!(said.contains("verdict: ok"), "--setup's doctor:\n{said}");
     assert!(
         said.contains(&format!("\n{printed}\n")),
