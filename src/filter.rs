@@ -177,7 +177,7 @@ pub fn filters(
     };
     let reporting = if report {
         let name = |capfree: bool, observe: bool| {
-            program(&crate::report::reported(sockets, capfree, observe, allow_nested_userns).name())
+            program(&reported(sockets, capfree, observe, allow_nested_userns).name())
         };
         Some(Reporting {
             listener: [
@@ -207,4 +207,22 @@ pub fn filters(
         reporting,
         sockets,
     })
+}
+
+/// The listener's program of a run: who holds its socket policy, its way
+/// in, observation and nesting.
+pub fn reported(sockets: Sockets, capfree: bool, observe: bool, nested: bool) -> rules::Reported {
+    use Sockets::*;
+    rules::Reported {
+        unix: match (sockets, capfree) {
+            (Mediated, false) => rules::Set::UnixOwn,
+            (Mediated, true) => rules::Set::UnixOwnCapabilityFree,
+            (Deny, false) => rules::Set::Unix,
+            (Deny, true) => rules::Set::UnixCapabilityFree,
+            (Kernel, false) => rules::Set::UnixKernel,
+            (Kernel, true) => rules::Set::UnixKernelCapabilityFree,
+        },
+        observe,
+        nested,
+    }
 }

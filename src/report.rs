@@ -266,29 +266,6 @@ impl Refusals {
     }
 }
 
-/// The listener's program of a run: who holds its socket policy, its way
-/// in, observation and nesting.
-pub fn reported(
-    sockets: filter::Sockets,
-    capfree: bool,
-    observe: bool,
-    nested: bool,
-) -> rules::Reported {
-    use filter::Sockets::*;
-    rules::Reported {
-        unix: match (sockets, capfree) {
-            (Mediated, false) => rules::Set::UnixOwn,
-            (Mediated, true) => rules::Set::UnixOwnCapabilityFree,
-            (Deny, false) => rules::Set::Unix,
-            (Deny, true) => rules::Set::UnixCapabilityFree,
-            (Kernel, false) => rules::Set::UnixKernel,
-            (Kernel, true) => rules::Set::UnixKernelCapabilityFree,
-        },
-        observe,
-        nested,
-    }
-}
-
 fn program(set: rules::Set) -> Result<Program, String> {
     filter::program(set.name()).map_err(|e| e.to_string())
 }

@@ -91,29 +91,79 @@ fn only_sys_holds_unsafe_and_says_who_calls_it() {
     }
 }
 
-/// The top-level modules a module's code names (`crate::x`, `crate::{x, y}`),
-/// comments and test code left out: the edges of the import graph.
-fn imports(text: &str, modules: &[String]) -> Vec<String> {
-    let code = text.split("#[cfg(test)]").next().unwrap_or("");
-    let mut out = Vec::new();
-    for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-        let mut rest = line;
-        while let Some(i) = rest.find("crate::") {
-            rest = &rest[i + "crate::".len()..];
-            let names: Vec<&str> = match rest.strip_prefix('{') {
+/// The code of a module's file with its test code left out: each item
+/// under `#[cfg(test)]` (a `mod tests { ... }`, a `mod x;`, a `use`),
+/// and comments.
+fn code_of(text: &str) -> String {
+    let mut out = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let t = line.trim_start();
+        if t.starts_with("//") {
+            continue;
+        }
+        if t.starts_with("#[cfg(test)]") {
+            // Skip the next item: to its `;`, or to the brace that closes it.
+            let mut depth = 0i32;
+            for next in lines.by_ref() {
+                depth += next.matches('{').count() as i32 - next.matches('}').count() as i32;
+                let t = next.trim_end();
+                if depth <= 0 && (t.ends_with(';') || t.ends_with('}')) {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The paths a module's code names from the crate's root or its parent
+/// (`crate::a::b`, `crate::{a::b, c}`, `super::x`, `super::{x, y}`),
+/// resolved to the module paths of `modules` (`a::b`, `c`): the module
+/// path `at` the file is, `modules` every module there is. Test code and
+/// comments are left out.
+fn imports(text: &str, at: &str, modules: &[String]) -> Vec<String> {
+    let code = code_of(text);
+    let parent = at.rsplit_once("::").map_or("", |(p, _)| p).to_string();
+    let mut out: Vec<String> = Vec::new();
+    for (prefix, base) in [("crate::", String::new()), ("super::", parent)] {
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find(prefix) {
+            // `crate::` inside another word (`foo_crate::`) is not a path.
+            let before = rest[..i].chars().last();
+            rest = &rest[i + prefix.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let paths: Vec<String> = match rest.strip_prefix('{') {
                 Some(group) => group[..group.find('}').unwrap_or(group.len())]
                     .split(',')
-                    .map(|n| n.trim().split("::").next().unwrap_or(""))
+                    .map(|n| n.trim().to_string())
                     .collect(),
                 None => vec![
-                    rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                    rest.split(|c: char| !c.is_alphanumeric() && c != '_' && c != ':')
                         .next()
-                        .unwrap(),
+                        .unwrap()
+                        .to_string(),
                 ],
             };
-            for n in names {
-                if modules.iter().any(|m| m == n) && !out.iter().any(|o| o == n) {
-                    out.push(n.to_string());
+            for p in paths {
+                let words: Vec<&str> = p.split("::").filter(|w| !w.is_empty()).collect();
+                // The longest prefix of the path that is a module.
+                let found = (1..=words.len()).rev().find_map(|n| {
+                    let m = words[..n].join("::");
+                    let m = if base.is_empty() {
+                        m
+                    } else {
+                        format!("{base}::{m}")
+                    };
+                    modules.contains(&m).then_some(m)
+                });
+                if let Some(m) = found.filter(|m| !out.contains(m)) {
+                    out.push(m);
                 }
             }
         }
@@ -151,51 +201,126 @@ fn circle(edges: &[(String, String)]) -> Option<Vec<String>> {
     })
 }
 
-#[test]
-fn no_import_circle_between_modules() {
-    // A module is a file or folder under src/ (its submodules are part of
-    // it); main.rs is the root, above all. Test code is left out.
+/// `src/a/b.rs` and `src/a/b/mod.rs` are module `a::b`.
+fn module_of(rel: &str) -> String {
+    let r = rel.strip_prefix("src/").unwrap().trim_end_matches(".rs");
+    r.trim_end_matches("/mod").replace('/', "::")
+}
+
+/// Every import between modules, as (from, to) module paths; test code
+/// (`tests.rs`, `tests/` folders) left out, and main.rs, the root above
+/// all.
+fn import_edges() -> Vec<(String, String)> {
     let files: Vec<(String, String)> = all()
         .into_iter()
         .filter(|(rel, _)| {
             rel != "src/main.rs" && !rel.contains("/tests/") && !rel.ends_with("tests.rs")
         })
         .collect();
-    let top = |rel: &str| {
-        let r = rel.strip_prefix("src/").unwrap();
-        r.split('/')
-            .next()
-            .unwrap()
-            .trim_end_matches(".rs")
-            .to_string()
-    };
-    let mut modules: Vec<String> = files.iter().map(|(r, _)| top(r)).collect();
-    modules.sort();
-    modules.dedup();
-    let mut edges: Vec<(String, String)> = Vec::new();
+    let modules: Vec<String> = files.iter().map(|(r, _)| module_of(r)).collect();
+    let mut edges = Vec::new();
     for (rel, text) in &files {
-        let from = top(rel);
-        for to in imports(text, &modules) {
+        let from = module_of(rel);
+        for to in imports(text, &from, &modules) {
             if to != from && !edges.contains(&(from.clone(), to.clone())) {
                 edges.push((from.clone(), to));
             }
         }
     }
-    assert!(edges.len() > 20, "the scan found only {edges:?}");
-    if let Some(c) = circle(&edges) {
-        panic!("an import circle: {}", c.join(" -> "));
+    edges
+}
+
+/// The circles among the modules of one folder, at every level: each
+/// module stands for itself and all below it, an import between two
+/// siblings is an edge between them (a module naming its parent, or a
+/// parent naming its child, is none). Issue 59: the old scan saw only the
+/// top level, and cut each file at its first `#[cfg(test)]`, so three
+/// circles grew unseen.
+fn circles(edges: &[(String, String)]) -> Vec<Vec<String>> {
+    let mut parents: Vec<String> = vec![String::new()];
+    for (a, b) in edges {
+        for m in [a, b] {
+            let mut p = m.as_str();
+            while let Some((up, _)) = p.rsplit_once("::") {
+                if !parents.iter().any(|x| x == up) {
+                    parents.push(up.to_string());
+                }
+                p = up;
+            }
+        }
     }
+    let mut found = Vec::new();
+    for parent in &parents {
+        // The child of `parent` that holds `m`, if `m` is below it.
+        let child = |m: &str| -> Option<String> {
+            let rest = if parent.is_empty() {
+                m
+            } else {
+                m.strip_prefix(parent.as_str())?.strip_prefix("::")?
+            };
+            let first = rest.split("::").next()?;
+            Some(if parent.is_empty() {
+                first.to_string()
+            } else {
+                format!("{parent}::{first}")
+            })
+        };
+        let mut level: Vec<(String, String)> = Vec::new();
+        for (a, b) in edges {
+            if let (Some(x), Some(y)) = (child(a), child(b))
+                && x != y
+                && !level.contains(&(x.clone(), y.clone()))
+            {
+                level.push((x, y));
+            }
+        }
+        if let Some(c) = circle(&level) {
+            found.push(c);
+        }
+    }
+    found
+}
+
+#[test]
+fn no_import_circle_between_modules() {
+    let edges = import_edges();
+    assert!(edges.len() > 40, "the scan found only {edges:?}");
+    let found = circles(&edges);
+    let said: Vec<String> = found.iter().map(|c| c.join(" -> ")).collect();
+    assert!(said.is_empty(), "import circles:\n{}", said.join("\n"));
 }
 
 #[test]
 fn the_import_scan_reads_paths_and_finds_circles() {
-    let modules = ["cli".to_string(), "error".to_string(), "sys".to_string()];
-    let text = "use crate::{cli::X, sys};\n// crate::error in a comment\nfn f() { crate::error::g() }\n#[cfg(test)]\nuse crate::cli;";
-    assert_eq!(imports(text, &modules), ["cli", "sys", "error"]);
+    let modules: Vec<String> = ["cli", "error", "sys", "doctor", "doctor::a", "doctor::b"]
+        .map(String::from)
+        .to_vec();
+    let text = "use crate::{cli::X, sys};\n// crate::error in a comment\nfn f() { crate::error::g() }\n#[cfg(test)]\nuse crate::doctor;\nfn h() { crate::doctor::a::f() }\n";
+    assert_eq!(
+        imports(text, "x", &modules),
+        ["cli", "sys", "error", "doctor::a"]
+    );
+    assert_eq!(
+        imports("use super::{b, Check};\n", "doctor::a", &modules),
+        ["doctor::b"]
+    );
+    let tested = "#[cfg(test)]\nmod tests {\n    use crate::sys;\n}\nfn g() { crate::cli::f() }\n";
+    assert_eq!(imports(tested, "x", &modules), ["cli"]);
     let e = |a: &str, b: &str| (a.to_string(), b.to_string());
     assert_eq!(circle(&[e("a", "b"), e("b", "c")]), None);
     assert_eq!(
         circle(&[e("a", "b"), e("b", "c"), e("c", "a")]).unwrap(),
         ["a", "b", "c", "a"]
+    );
+    // Siblings in a folder; a child naming its parent is no circle.
+    assert_eq!(
+        circles(&[e("doctor::a", "doctor::b"), e("doctor::b", "doctor::a")]),
+        [["doctor::a", "doctor::b", "doctor::a"]]
+    );
+    assert!(circles(&[e("doctor::a", "doctor"), e("doctor", "doctor::a")]).is_empty());
+    // Below the top: a file of one module naming a file of another.
+    assert_eq!(
+        circles(&[e("filter::x", "report"), e("report::y", "filter")]),
+        [["filter", "report", "filter"]]
     );
 }

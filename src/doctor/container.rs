@@ -51,14 +51,14 @@ pub fn probe_line(
 /// or how it failed.
 pub fn weaker_run(bwrap: &Path, binary: &Path, root: bool) -> Result<String, String> {
     let cmd = probe_line(bwrap, binary, root, true)?;
-    match super::run_bounded(cmd, super::sandbox::RUN_LIMIT) {
+    match super::run_bounded(cmd, super::probe::RUN_LIMIT) {
         Ok(ran) if ran.status.is_some_and(|s| s.success()) => {
-            super::sandbox::judge_probe(&ran.stdout, super::sandbox::inherited_filters())
+            super::probe::judge_probe(&ran.stdout, super::probe::inherited_filters())
                 .map(|(_, saw)| saw)
         }
         Ok(ran) => Err(format!(
             "{}: {}",
-            ran.describe(super::sandbox::RUN_LIMIT),
+            ran.describe(super::probe::RUN_LIMIT),
             ran.stderr_text()
         )),
         Err(e) => Err(e.to_string()),

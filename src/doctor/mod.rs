@@ -19,6 +19,7 @@
 //!   Landlock.
 //! - sandbox.rs: the helper's entry and a run of it, on the host and under
 //!   bubblewrap.
+//! - probe.rs: what the probe, the command of those runs, saw, judged.
 //! - container.rs: a container's masked `/proc` and dropped `CAP_SETFCAP`,
 //!   and srt's weaker line where they stop bubblewrap.
 //! - clients.rs: srt's settings file (`seccomp.applyPath`, `bwrapPath`).
@@ -34,6 +35,7 @@ mod container;
 mod limits;
 mod machine;
 mod node;
+mod probe;
 mod sandbox;
 mod sockets;
 mod srt_options;

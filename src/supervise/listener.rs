@@ -55,7 +55,7 @@ pub(super) fn listening(
     // programs, which refuse the same calls unreported.
     let refusals = plan.filters.reporting.and_then(|_| {
         let capfree = matches!(plan.way, Way::CapabilityFree { .. });
-        let reported = crate::report::reported(
+        let reported = crate::filter::reported(
             plan.filters.sockets,
             capfree,
             plan.observed,

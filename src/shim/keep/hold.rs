@@ -95,7 +95,7 @@ fn release(plan: &Plan) {
     // What killed shims left at passing names: one look per folder.
     for (k, item) in plan.items.iter().enumerate() {
         if plan.items[..k].iter().all(|o| o.dir != item.dir) {
-            passing::clear_stale(item.dir, |n| {
+            mark::clear_stale(item.dir, |n| {
                 plan.items
                     .iter()
                     .any(|o| o.dir == item.dir && passing::is_passing_of(n, o.name.to_bytes()))

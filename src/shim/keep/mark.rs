@@ -22,7 +22,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use nix::errno::Errno;
 
-use super::passing::{clear_passing, passing_name};
+use super::passing::passing_name;
 use crate::sys;
 
 /// What a placeholder is.
@@ -328,4 +328,37 @@ pub fn remove(dir: RawFd, name: &CStr, kind: Kind, fd: RawFd) -> bool {
             }
         }
     }
+}
+
+/// Removes what is at the passing name `passing`, if it is what a shim
+/// killed midway leaves: a file empty or holding only its mark, a folder
+/// holding only its mark. Allocates nothing.
+fn clear_passing(dir: RawFd, passing: &CStr) {
+    let Ok(st) = sys::stat_at(dir, passing) else {
+        return;
+    };
+    let empty = kind_of(&st) == libc::S_IFREG && st.st_size == 0;
+    if empty || marked_file(dir, passing, &st).map(sys::raw_close).is_ok() {
+        let _ = sys::unlink_at(dir, passing, 0);
+    } else if kind_of(&st) == libc::S_IFDIR {
+        if let Ok(stale) = open_folder(dir, passing) {
+            let _ = sys::unlink_at(stale.as_raw_fd(), DIR_MARK, 0);
+        }
+        let _ = sys::unlink_at(dir, passing, libc::AT_REMOVEDIR);
+    }
+}
+
+/// Removes each name in `dir` that `stale` says is a passing name of a
+/// place there, where it holds only a mark (or nothing): what a shim
+/// killed midway left. One look at the folder for all its places. With
+/// the per-user lock held no shim of the user's is making one. Allocates
+/// nothing (the holder calls it, after the run).
+pub fn clear_stale(dir: RawFd, stale: impl Fn(&[u8]) -> bool) {
+    let mut buf = [0u8; 2048];
+    let _ = sys::each_name(dir, &mut buf, |n| {
+        if stale(n.to_bytes()) {
+            clear_passing(dir, n);
+        }
+        true
+    });
 }

@@ -2,15 +2,14 @@
 //! file system makes no unnamed file) is made and marked before it is
 //! renamed into place. Unguessable, so nothing a command writes first can
 //! be in the way; what a shim killed midway left at one is removed by the
-//! holder of the next run with that place.
+//! holder of the next run with that place (mark.rs, `clear_stale`). Names
+//! only: nothing here opens a file.
 
-use std::ffi::{CStr, CString, OsStr};
-use std::os::fd::{AsRawFd, RawFd};
+use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 
 use nix::errno::Errno;
 
-use super::mark::{DIR_MARK, kind_of, marked_file, open_folder};
 use crate::sys;
 
 /// The prefix of every passing name of `name`: `.NAME.apply-seccomp-`.
@@ -31,24 +30,6 @@ pub(super) fn passing_name(name: &OsStr) -> Result<CString, Errno> {
     CString::new(passing).map_err(|_| Errno::EINVAL)
 }
 
-/// Removes what is at the passing name `passing`, if it is what a shim
-/// killed midway leaves: a file empty or holding only its mark, a folder
-/// holding only its mark. Allocates nothing.
-pub(super) fn clear_passing(dir: RawFd, passing: &CStr) {
-    let Ok(st) = sys::stat_at(dir, passing) else {
-        return;
-    };
-    let empty = kind_of(&st) == libc::S_IFREG && st.st_size == 0;
-    if empty || marked_file(dir, passing, &st).map(sys::raw_close).is_ok() {
-        let _ = sys::unlink_at(dir, passing, 0);
-    } else if kind_of(&st) == libc::S_IFDIR {
-        if let Ok(stale) = open_folder(dir, passing) {
-            let _ = sys::unlink_at(stale.as_raw_fd(), DIR_MARK, 0);
-        }
-        let _ = sys::unlink_at(dir, passing, libc::AT_REMOVEDIR);
-    }
-}
-
 /// Whether `entry` is a passing name of `name`: `.NAME.apply-seccomp-`
 /// and more (this build's random ones, an older one's UID).
 pub fn is_passing_of(entry: &[u8], name: &[u8]) -> bool {
@@ -57,21 +38,6 @@ pub fn is_passing_of(entry: &[u8], name: &[u8]) -> bool {
         && entry[0] == b'.'
         && &entry[1..=name.len()] == name
         && entry[1 + name.len()..].starts_with(TAIL)
-}
-
-/// Removes each name in `dir` that `stale` says is a passing name of a
-/// place there, where it holds only a mark (or nothing): what a shim
-/// killed midway left. One look at the folder for all its places. With
-/// the per-user lock held no shim of the user's is making one. Allocates
-/// nothing (the holder calls it, after the run).
-pub fn clear_stale(dir: RawFd, stale: impl Fn(&[u8]) -> bool) {
-    let mut buf = [0u8; 2048];
-    let _ = sys::each_name(dir, &mut buf, |n| {
-        if stale(n.to_bytes()) {
-            clear_passing(dir, n);
-        }
-        true
-    });
 }
 
 #[cfg(test)]
