@@ -544,7 +544,7 @@ fn main() {
         println!("cargo:rerun-if-changed=src/filter/{file}");
     }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    // The target's programs, by name, for src/filter.rs to embed.
+    // The target's programs, by name, for src/filter/mod.rs to embed.
     let target = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let mut table = String::from("[\n");
     for arch in Arch::ALL {

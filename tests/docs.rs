@@ -186,7 +186,7 @@ fn man_page_names_every_option_and_variable() {
     // bubblewrap's.
     let mut options = Vec::new();
     for file in [
-        "src/cli.rs",
+        "src/cli/mod.rs",
         "src/doctor/mod.rs",
         "src/setup/mod.rs",
         "src/race/mod.rs",

@@ -1,7 +1,7 @@
 //! The limits check: the task cap a run gets (src/tasks.rs), read off a
 //! real run of this helper inside bubblewrap with srt's options (its
 //! `SRT_DEBUG` line), and the caller's own process limit it leaves room
-//! in; the memory and CPU caps (src/cgroup.rs): whether a cgroup v2
+//! in; the memory and CPU caps (src/cgroup/mod.rs): whether a cgroup v2
 //! subtree of this user's can hold them, those asked, and the limits in
 //! force on this process.
 

@@ -1,5 +1,5 @@
 //! `--setup --max-tasks N`, `--memory-max SIZE`, `--cpu-max CPUS`: the
-//! run's caps (src/tasks.rs, src/cgroup.rs), set where both clients pass
+//! run's caps (src/tasks.rs, src/cgroup/mod.rs), set where both clients pass
 //! them to the bubblewrap they run (env.rs); `--undo` takes them back with
 //! the rest. Each value is checked as a run would read it.
 

@@ -343,7 +343,7 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
         format!("{e}; install it elsewhere first (cargo install --path . puts it in ~/.cargo/bin)")
     })?;
     // A link folder a command may write is no reason to refuse: the shim
-    // protects its own route in every line it runs (shim/protect.rs).
+    // protects its own route in every line it runs (shim/protect/mod.rs).
     let protected = advice::out_of_reach("the folder for the bwrap link", &bin_dir, &writable)
         .err()
         .map(|e| {

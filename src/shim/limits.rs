@@ -1,4 +1,4 @@
-//! The shim's part of the cgroup caps (src/cgroup.rs): on request, the
+//! The shim's part of the cgroup caps (src/cgroup/mod.rs): on request, the
 //! run's cgroup made under the user's delegated subtree, its limits set,
 //! this process moved in (bubblewrap, the helper and the command after
 //! it), and a remover started that kills what is left in it and removes

@@ -35,7 +35,6 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::bwrap_args;
 
-#[path = "protect/steps.rs"]
 mod steps;
 
 pub use steps::Step;
@@ -334,5 +333,4 @@ pub fn lexical(p: impl AsRef<[u8]>) -> PathBuf {
 }
 
 #[cfg(test)]
-#[path = "protect/tests.rs"]
 mod tests;
