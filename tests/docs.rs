@@ -362,6 +362,33 @@ fn readme_is_a_front_door_with_a_map_of_docs() {
     }
 }
 
+/// Issue 59: docs/performance.md is a document, not a log: at most 220
+/// lines, and the dates of its figures said once, before its first
+/// section.
+#[test]
+fn performance_md_dates_its_figures_once_at_the_top() {
+    let text = read("docs/performance.md");
+    assert!(
+        text.lines().count() <= 220,
+        "{} lines",
+        text.lines().count()
+    );
+    let body = &text[text.find("\n## ").expect("sections")..];
+    let dated: Vec<&str> = body
+        .lines()
+        .filter(|l| {
+            l.as_bytes().windows(10).any(|w| {
+                w[..4].iter().all(u8::is_ascii_digit)
+                    && w[4] == b'-'
+                    && w[5..7].iter().all(u8::is_ascii_digit)
+                    && w[7] == b'-'
+                    && w[8..].iter().all(u8::is_ascii_digit)
+            })
+        })
+        .collect();
+    assert!(dated.is_empty(), "dates below the top: {dated:?}");
+}
+
 /// The commands of the `sh` code blocks of `text`'s section `heading`
 /// (the whole text for ""), line by line.
 fn sh_lines(text: &str, heading: &str) -> Vec<String> {
