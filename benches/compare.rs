@@ -303,7 +303,7 @@ fn interval(n: usize, statistic: impl Fn(&[usize]) -> f64) -> (f64, f64) {
 /// Whether each timed run follows an untimed run of the same candidate
 /// (the default; `BENCH_PAIRED=0` turns it off). A run may leave work to
 /// finish after its exit (under bubblewrap this helper's init, which
-/// outlives the stub: src/plan.rs); unpaired, that work would land on
+/// outlives the stub: src/run/plan.rs); unpaired, that work would land on
 /// whichever candidate runs next. Paired, each timed run pays for what
 /// its own predecessor left, as back-to-back commands would.
 fn paired() -> bool {

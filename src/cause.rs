@@ -1,6 +1,6 @@
 //! Why the usual way in is refused here, in words: decided from what the
 //! kernel answered (the helper's own `unshare`, and a user namespace made
-//! in a child to check it, see [`crate::userns::probe`]) and from the
+//! in a child to check it, see [`crate::run::userns::probe`]) and from the
 //! settings that decide it (sysctls, this process's seccomp state), never
 //! from the distribution's name. The messages (error.rs) and the
 //! `SRT_DEBUG` lines say it; `--doctor` is meant to say the same.

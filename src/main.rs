@@ -1,11 +1,13 @@
 //! apply-seccomp: a race-free, single-threaded drop-in for the seccomp
 //! helper of Anthropic's sandbox runtime (`srt`).
 //!
-//! Data flows one way: cli -> filter (validate) -> userns (enter) ->
-//! supervise (outer stub / inner init) -> worker (exec) -> sys, with the
-//! types the last three share (the plan, the control channel) in plan.rs,
-//! below them. The race tester (`--race-test`, race/) calls the same
-//! `userns` entry routine; the doctor (`--doctor`, doctor/) runs it in a
+//! The binary's five doors, each a folder: `run/` (a run, what the clients
+//! call for every command), `shim/` (as `bwrap`), `doctor/`, `setup/` and
+//! `race/`; below them `cli/`, `filter/` and `sys/`. A run's data flows one
+//! way: cli -> filter (validate) -> run::userns (enter) -> run::supervise
+//! (outer stub / inner init) -> run::worker (exec) -> sys, with the types
+//! the last three share (the plan, the control channel) in run/plan.rs.
+//! The race tester calls the same entry routine; the doctor runs it in a
 //! child.
 //! Only this file prints (and the shim's entry, shim/run.rs, which ends in
 //! bubblewrap's exec and has no caller to return a message to), and only
@@ -21,42 +23,28 @@
 #![cfg_attr(not(test), no_main)]
 
 mod bwrap_args;
-mod capfree;
 mod cause;
-mod cgroup;
 mod cli;
 mod doctor;
 mod error;
 mod filter;
-mod guard;
 mod install;
 mod json;
-mod named_sockets;
-mod observe;
-mod plan;
 mod race;
-mod report;
+mod run;
 mod settings;
 mod setup;
 mod shim;
-mod sockets;
-mod supervise;
 mod sys;
-mod tasks;
-mod terminal;
-mod threads;
-mod unix_diag;
-mod userns;
 mod walk;
-mod worker;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
 
 use cli::{Action, RunConfig};
 use error::{Error, Step};
-use plan::{Kind, Report, Way};
-use userns::{Backoff, Path};
+use run::plan::{Kind, Report, Way};
+use run::userns::{Backoff, Path};
 
 /// The program: returns the exit status.
 #[cfg_attr(test, allow(dead_code))]
@@ -167,14 +155,14 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     // else the stub (issue 55).
     let sockets = match cfg.unix {
         cli::UnixPolicy::Deny => filter::Sockets::Deny,
-        cli::UnixPolicy::Own if sockets::kernel::available() => filter::Sockets::Kernel,
+        cli::UnixPolicy::Own if run::sockets::kernel::available() => filter::Sockets::Kernel,
         cli::UnixPolicy::Own => filter::Sockets::Mediated,
     };
     let filters = filter::filters(cfg.allow_nested_userns, sockets, cfg.report)?;
     let kernel_sockets = sockets == filter::Sockets::Kernel;
     if kernel_sockets {
         let note =
-            sockets::kernel::name_inherited().map_err(|e| Error::setup(Step::Landlock, e))?;
+            run::sockets::kernel::name_inherited().map_err(|e| Error::setup(Step::Landlock, e))?;
         debug(cfg.debug && !note.is_empty(), || note);
     }
     // Leaked: init and the worker read it from the stub's memory while the
@@ -186,10 +174,10 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     // First: the unix filter will refuse the socket, and `/proc` must be the
     // caller's. Fail-open: the command runs on, unobserved.
     let mut observer = match &cfg.observe {
-        Some(o) => match observe::Observer::connect(o) {
+        Some(o) => match run::observe::Observer::connect(o) {
             Ok(obs) => Some(obs),
             Err(text) => {
-                eprintln!("{}", observe::init_error_line(&text));
+                eprintln!("{}", run::observe::init_error_line(&text));
                 None
             }
         },
@@ -201,9 +189,9 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     sys::scrub_env(&cli::SCRUBBED);
 
     // Memory and CPU caps asked: a cgroup of the run's must hold them.
-    let cgroup = cfg.limits.as_ref().map(cgroup::for_run).transpose()?;
-    let pid1 = guard::Pid1::look();
-    let entry = userns::enter(&Backoff::default(), cfg.way_in)?;
+    let cgroup = cfg.limits.as_ref().map(run::cgroup::for_run).transpose()?;
+    let pid1 = run::guard::Pid1::look();
+    let entry = run::userns::enter(&Backoff::default(), cfg.way_in)?;
     debug(cfg.debug, || entry.describe());
 
     caps::clear(None, caps::CapSet::Ambient)
@@ -212,19 +200,20 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     let (way, _ruleset) = match &entry.path {
         Path::CapabilityFree { refusal, .. } => {
             // Held until the run ends; the worker joins it (close-on-exec).
-            let domain =
-                capfree::ruleset(kernel_sockets).map_err(|lack| Error::NoCapabilityFreeWay {
+            let domain = run::capfree::ruleset(kernel_sockets).map_err(|lack| {
+                Error::NoCapabilityFreeWay {
                     refusal: refusal.clone(),
                     lack,
-                })?;
-            debug(cfg.debug, || capfree::describe(&domain));
+                }
+            })?;
+            debug(cfg.debug, || run::capfree::describe(&domain));
             // The socket policy's rules, where the kernel holds it: in
             // this one domain (or the run ends).
             unix_note = kernel_sockets
                 .then(|| {
                     let fd = std::os::fd::AsRawFd::as_raw_fd(&domain.ruleset);
-                    sockets::kernel::add_named(fd, &cfg.allow_unix)
-                        .map(|n| sockets::kernel::note(&n))
+                    run::sockets::kernel::add_named(fd, &cfg.allow_unix)
+                        .map(|n| run::sockets::kernel::note(&n))
                 })
                 .transpose()
                 .map_err(|e| Error::setup(Step::Landlock, io::Error::other(e)))?;
@@ -251,7 +240,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
             // The socket policy's domain, where the kernel holds it: made
             // or the run ends (never a run with less than asked).
             let domain = kernel_sockets
-                .then(|| sockets::kernel::domain(&cfg.allow_unix))
+                .then(|| run::sockets::kernel::domain(&cfg.allow_unix))
                 .transpose()
                 .map_err(|e| Error::setup(Step::Landlock, io::Error::other(e)))?;
             let way = Way::Namespaces {
@@ -297,20 +286,20 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
     let had = matches!(way, Way::Namespaces { .. })
         .then(sys::affinity)
         .flatten();
-    let tasks = tasks::for_run(cfg.max_tasks, &entry.path, had.as_ref())?;
+    let tasks = run::tasks::for_run(cfg.max_tasks, &entry.path, had.as_ref())?;
     debug(cfg.debug, || {
         tasks.map_or_else(
             || {
                 format!(
                     "task cap: none ({}=0, or none can be kept here)",
-                    tasks::VARIABLE
+                    run::tasks::VARIABLE
                 )
             },
             |c| c.describe(),
         )
     });
-    let outcome = supervise::run(
-        plan::Plan {
+    let outcome = run::supervise::run(
+        run::plan::Plan {
             exec,
             filters,
             way,
@@ -325,7 +314,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         (cfg.debug, &cfg.allow_unix, unix_note),
     )?;
     for text in &outcome.observe_errors {
-        eprintln!("{}", observe::init_error_line(text));
+        eprintln!("{}", run::observe::init_error_line(text));
     }
     debug(cfg.debug, || outcome.guard_note.clone());
     debug(cfg.debug, || outcome.unix_note.clone());
@@ -358,7 +347,7 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
         eprintln!("{line}");
     }
     if let (Some(asked), Some(held)) = (&cfg.limits, &cgroup) {
-        cgroup::said(asked, held)
+        run::cgroup::said(asked, held)
             .iter()
             .for_each(|l| eprintln!("{l}"));
     }
@@ -367,11 +356,11 @@ fn run(cfg: &RunConfig) -> Result<i32, Error> {
 
 /// The status is the command's: nothing stopped it (the mount guard) and
 /// no step failed before its exec, which every inner failure reports.
-fn command_ran(outcome: &supervise::Outcome) -> bool {
+fn command_ran(outcome: &run::supervise::Outcome) -> bool {
     outcome.lost.is_none() && !outcome.reports.iter().any(|r| r.kind == Kind::Fatal)
 }
 
-fn print_report(cfg: &RunConfig, tasks: Option<tasks::Cap>, r: &Report) {
+fn print_report(cfg: &RunConfig, tasks: Option<run::tasks::Cap>, r: &Report) {
     let source = io::Error::from_raw_os_error(r.errno);
     match (r.kind, r.step) {
         (Kind::Fatal, Step::Exec) => eprintln!(

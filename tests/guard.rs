@@ -1,4 +1,4 @@
-//! The mount guard (src/guard.rs), under real bubblewrap, as root and as
+//! The mount guard (src/run/guard.rs), under real bubblewrap, as root and as
 //! uid 65534, on both ways in: a protecting mount removed on the host
 //! while the command runs stops it before its write; one removed before
 //! the helper starts stops it unrun; a normal run is never stopped. Then

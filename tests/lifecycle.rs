@@ -451,7 +451,7 @@ fn gone(pid: &str) -> bool {
     true
 }
 
-/// Under bubblewrap init outlives the stub (src/plan.rs,
+/// Under bubblewrap init outlives the stub (src/run/plan.rs,
 /// `init_outlives_stub`): it is the stub's only helper child, one PID
 /// namespace deeper, and holds the mount guard's inotify instance (the
 /// run's mount namespace and memory besides), so that the stub's exit

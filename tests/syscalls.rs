@@ -85,7 +85,7 @@ use common::{BWRAP_OPTIONS, NOBODY, Place, User, fixture, is_root, which};
 // kernel clears at the stub's exit (sys::clear_on_exit): the stub's
 // set_tid_address in place of getpid and pidfd_open (-1), no ppoll in
 // init (-1).
-// The task cap (src/tasks.rs), on by default: where the stub made the
+// The task cap (src/run/tasks.rs), on by default: where the stub made the
 // user namespace it sets RLIMIT_NPROC, reading the caller's in the same
 // call (prlimit64: +1); as root, whom that limit holds to nothing, it
 // reads the kernel's release (uname: +1) and init writes its PID
@@ -109,7 +109,7 @@ const LIMITS: &[(&str, &[usize])] = &[
     ("host root, capability-free", &[48, 9]),
     // 42 or 43: the terminal's foreground handed over and back.
     ("host root, terminal", &[47, 16, 10]),
-    // init outlives the stub (src/plan.rs): the stub waits on the control
+    // init outlives the stub (src/run/plan.rs): the stub waits on the control
     // channel for init's status (signalfd and poll) instead of reaping it,
     // and its guard's inotify instance is made before init starts so that
     // init holds it; init, once the command is reaped, kills and reaps the

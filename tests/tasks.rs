@@ -1,4 +1,4 @@
-//! The run's task cap (issue 57, src/tasks.rs): a fork bomb meets it and
+//! The run's task cap (issue 57, src/run/tasks.rs): a fork bomb meets it and
 //! ends, the host goes on forking, nothing of the bomb is left and the
 //! line names the cap; the cap is exact where asked, off at 0, refused
 //! where it cannot be kept. Root and uid 65534; the helper on the host,

@@ -71,7 +71,7 @@ const HELPER: &str = "/opt/apply-seccomp";
 const PROBE: &str = "/opt/probe";
 const COUNTER: &str = "/opt/counter";
 
-/// The task cap's cases (issue 57, src/tasks.rs): `/opt/counter` forks
+/// The task cap's cases (issue 57, src/run/tasks.rs): `/opt/counter` forks
 /// until refused under an asked cap, directly and under srt's line, as
 /// root and uid 65534; the machine's `pid_max` read before and after.
 fn add_task_cap_cases(s: &mut Script) {

@@ -50,9 +50,9 @@ impl Env {
             "APPLY_SECCOMP_UNIX",
             "APPLY_SECCOMP_ALLOW_UNIX",
             "APPLY_SECCOMP_REFUSALS",
-            crate::tasks::VARIABLE,
-            crate::cgroup::MEMORY,
-            crate::cgroup::CPU,
+            crate::run::tasks::VARIABLE,
+            crate::run::cgroup::MEMORY,
+            crate::run::cgroup::CPU,
         ]);
         Env {
             allow_nested_userns,

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use crate::cause::WayIn;
 use crate::error::Error;
+pub use crate::run::observe::Observe;
 use crate::{doctor, race, setup};
 
 mod env;
@@ -87,18 +88,9 @@ pub struct RunConfig {
     /// Refused calls counted and said (not `APPLY_SECCOMP_REFUSALS=off`).
     pub report: bool,
     /// The run's task cap asked for (`APPLY_SECCOMP_MAX_TASKS`, tasks.rs).
-    pub max_tasks: crate::tasks::Asked,
+    pub max_tasks: crate::run::tasks::Asked,
     /// Memory and CPU caps asked for, a cgroup's to hold (cgroup.rs).
-    pub limits: Option<crate::cgroup::Asked>,
-}
-
-/// Where and how to report observed calls.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observe {
-    pub socket: OsString,
-    /// `SRT_ENCODED_CMD`, when set and non-empty: sent first, and with
-    /// every line.
-    pub encoded_cmd: Option<OsString>,
+    pub limits: Option<crate::run::cgroup::Asked>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,14 +201,14 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         return Err(Error::Usage(format!("no command given\n{USAGE}")));
     }
     let unix = UnixPolicy::read(env.unix.as_deref())?;
-    let max_tasks = crate::tasks::Asked::read(env.max_tasks.as_deref())?;
+    let max_tasks = crate::run::tasks::Asked::read(env.max_tasks.as_deref())?;
     let allow_unix = allowed_sockets(env.allow_unix.as_deref().unwrap_or_default())?;
     Ok(Action::Run(RunConfig {
         unix,
         allow_unix,
         report: refusals_reported(env.refusals.as_deref())?,
         max_tasks,
-        limits: crate::cgroup::Asked::read(
+        limits: crate::run::cgroup::Asked::read(
             env.memory_max.as_deref(),
             env.cpu_max.as_deref(),
             max_tasks.asked_number(),

@@ -7,10 +7,10 @@
 use nix::errno::Errno;
 
 use super::machine::status_field;
-use crate::capfree;
 use crate::cause::{NARROWEST_FIX, WayIn};
 use crate::error::{Error, Step, strerror};
-use crate::userns::{self, Backoff, Path as EntryPath};
+use crate::run::capfree;
+use crate::run::userns::{self, Backoff, Path as EntryPath};
 
 /// `--doctor-entry`, in the child: the helper's own entry
 /// ([`userns::enter`], as a run makes it), then `key=value` lines for the
@@ -168,7 +168,7 @@ pub fn connect_report(paths: &[std::ffi::OsString]) -> String {
         });
         let why = match result {
             Ok(()) => String::new(),
-            Err(_) => crate::named_sockets::find(std::path::Path::new(p))
+            Err(_) => crate::run::named_sockets::find(std::path::Path::new(p))
                 .err()
                 .map_or(String::new(), |why| format!("\t{why}")),
         };

@@ -1,7 +1,7 @@
-//! The limits check: the task cap a run gets (src/tasks.rs), read off a
+//! The limits check: the task cap a run gets (src/run/tasks.rs), read off a
 //! real run of this helper inside bubblewrap with srt's options (its
 //! `SRT_DEBUG` line), and the caller's own process limit it leaves room
-//! in; the memory and CPU caps (src/cgroup/mod.rs): whether a cgroup v2
+//! in; the memory and CPU caps (src/run/cgroup/mod.rs): whether a cgroup v2
 //! subtree of this user's can hold them, those asked, and the limits in
 //! force on this process.
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::Check;
 use super::bounded::run_bounded;
 use super::srt_options::BWRAP_OPTIONS;
-use crate::tasks::VARIABLE;
+use crate::run::tasks::VARIABLE;
 
 const NAME: &str = "limits";
 
@@ -85,7 +85,7 @@ fn cap_in_bubblewrap(binary: &Path) -> Result<String, String> {
 /// user's can hold it (Err: the fix, where asked and none can), and what
 /// is in force here.
 fn cgroup_caps() -> (String, Result<(), String>) {
-    use crate::cgroup::{self, Asked, InForce, Tree};
+    use crate::run::cgroup::{self, Asked, InForce, Tree};
     let asked = Asked::read(
         std::env::var_os(cgroup::MEMORY).as_deref(),
         std::env::var_os(cgroup::CPU).as_deref(),

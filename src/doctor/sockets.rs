@@ -42,10 +42,10 @@ pub fn check(binary: &Path) -> Check {
     // Where the stub decides, every connect is decided with sock_diag:
     // without its Unix part the policy refuses them all (fail closed),
     // which the user should hear.
-    if !deny && !kernel && crate::unix_diag::open_unix_diag().is_none() {
+    if !deny && !kernel && crate::run::unix_diag::open_unix_diag().is_none() {
         return Check::warn(
             NAME,
-            format!("{policy}; but {}", crate::unix_diag::DIAG_MISSING),
+            format!("{policy}; but {}", crate::run::unix_diag::DIAG_MISSING),
             "load it as root, now and at each boot: modprobe unix_diag && echo unix_diag > \
              /etc/modules-load.d/apply-seccomp.conf",
         );

@@ -13,8 +13,8 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::error::Error;
+use crate::run::userns::{self, Backoff};
 use crate::sys::{self, ExitingThread, Forked};
-use crate::userns::{self, Backoff};
 
 use super::*;
 

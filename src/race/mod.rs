@@ -7,7 +7,7 @@
 //! futex, as a runtime's join does; `spin`: polls the tid word, which
 //! returns sooner and widens the window), then enters a user namespace:
 //! `naive` calls `unshare(CLONE_NEWUSER)` at once, as the racy helper did;
-//! `helper` calls [`crate::userns::enter_user_namespace`], the very routine the
+//! `helper` calls [`crate::run::userns::enter_user_namespace`], the very routine the
 //! helper runs. The child sends back one fixed-size record over a pipe.
 //!
 //! End-to-end mode (`--exec`): runs `<helper> [args] true` N times and

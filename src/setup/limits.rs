@@ -1,11 +1,11 @@
 //! `--setup --max-tasks N`, `--memory-max SIZE`, `--cpu-max CPUS`: the
-//! run's caps (src/tasks.rs, src/cgroup/mod.rs), set where both clients pass
+//! run's caps (src/run/tasks.rs, src/run/cgroup/mod.rs), set where both clients pass
 //! them to the bubblewrap they run (env.rs); `--undo` takes them back with
 //! the rest. Each value is checked as a run would read it.
 
 use std::ffi::OsString;
 
-use crate::{cgroup, tasks};
+use crate::{run::cgroup, run::tasks};
 
 /// The variable an option sets, or `None` where it is not one of these.
 pub fn variable(option: &[u8]) -> Option<&'static str> {

@@ -1,4 +1,4 @@
-//! The shim's part of the cgroup caps (src/cgroup/mod.rs): on request, the
+//! The shim's part of the cgroup caps (src/run/cgroup/mod.rs): on request, the
 //! run's cgroup made under the user's delegated subtree, its limits set,
 //! this process moved in (bubblewrap, the helper and the command after
 //! it), and a remover started that kills what is left in it and removes
@@ -20,8 +20,8 @@ use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use crate::cgroup::{self, Asked, PERIOD};
 use crate::error::strerror;
+use crate::run::cgroup::{self, Asked, PERIOD};
 use crate::sys;
 
 /// What the remover needs: made before it starts, then only read.
@@ -157,8 +157,9 @@ fn start_remover(dir: File, name: &CString, folder: &Path) -> Result<(), String>
 /// The cgroup caps the client's environment asks for: none, a request,
 /// or why a value is wrong.
 pub fn asked_in_env() -> Result<Option<Asked>, String> {
-    let tasks = crate::tasks::Asked::read(std::env::var_os(crate::tasks::VARIABLE).as_deref())
-        .map_err(|e| e.to_string())?;
+    let tasks =
+        crate::run::tasks::Asked::read(std::env::var_os(crate::run::tasks::VARIABLE).as_deref())
+            .map_err(|e| e.to_string())?;
     Asked::read(
         std::env::var_os(cgroup::MEMORY).as_deref(),
         std::env::var_os(cgroup::CPU).as_deref(),

@@ -210,7 +210,7 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
                 return fail(format!(
                     "{}: asked, but no cgroup can hold it here ({why}); {}",
                     asked.describe(),
-                    crate::cgroup::HOW
+                    crate::run::cgroup::HOW
                 ));
             }
         },

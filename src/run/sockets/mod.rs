@@ -35,8 +35,8 @@ use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat, openat2};
 use nix::sys::stat::{Mode, SFlag, fstat};
 
 use crate::filter::rules;
-use crate::observe::Observer;
-use crate::report::{Refusals, Who};
+use crate::run::observe::Observer;
+use crate::run::report::{Refusals, Who};
 use crate::sys;
 
 /// The answer to a connect the policy refuses: `EACCES`, what a socket
@@ -370,7 +370,7 @@ impl Sockets {
     fn note_refused_call(&mut self, pid: libc::pid_t, target: String, call: &'static str) {
         self.refused += 1;
         if self.refusals.len() < KEPT {
-            let who = crate::report::who_at(self.proc_dir.as_raw_fd(), pid);
+            let who = crate::run::report::who_at(self.proc_dir.as_raw_fd(), pid);
             self.refusals.push(Refusal { who, target, call });
         }
     }
@@ -415,7 +415,7 @@ pub fn notified(
             if let Some(r) = refusals.filter(|_| !looked.read_only.is_empty()) {
                 let who = r.who(notif.pid as i32);
                 for (name, path) in std::mem::take(&mut looked.read_only) {
-                    let path = crate::report::quoted(&String::from_utf8_lossy(&path), 108);
+                    let path = crate::run::report::quoted(&String::from_utf8_lossy(&path), 108);
                     r.note(format!("{name}({path}: read-only)"), who.clone());
                 }
             }

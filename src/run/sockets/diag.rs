@@ -5,8 +5,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::sys::socket::{MsgFlags, recv, send};
 
+use crate::run::unix_diag::request;
 use crate::sys;
-use crate::unix_diag::request;
 
 use super::At;
 

@@ -42,7 +42,7 @@ pub struct Plan {
     pub observed: bool,
     /// The run's task cap (tasks.rs): init writes `pid_max` where the
     /// cap is kept that way, and counts what the command left.
-    pub tasks: Option<crate::tasks::Cap>,
+    pub tasks: Option<crate::run::tasks::Cap>,
 }
 
 /// The way in, as the process tree sees it.

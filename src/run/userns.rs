@@ -27,8 +27,8 @@ use nix::sys::prctl;
 
 use crate::cause::{Probe, Refusal, Settings, WayIn};
 use crate::error::{Error, Step};
+use crate::run::threads::{self, ThreadWait};
 use crate::sys;
-use crate::threads::{self, ThreadWait};
 
 /// Bounds of the entry routine.
 #[derive(Clone, Copy, Debug)]

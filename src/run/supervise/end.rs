@@ -13,8 +13,8 @@ use nix::unistd::Pid;
 use super::Outcome;
 use super::serve::{read_reports, tree};
 use crate::error::EXIT_SETUP;
-use crate::guard::Lost;
-use crate::observe::Observer;
+use crate::run::guard::Lost;
+use crate::run::observe::Observer;
 use crate::sys;
 
 /// Kills and reaps the stub's child where the run cannot go on: init

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 use landlock::{AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
 
-use crate::named_sockets as named;
+use crate::run::named_sockets as named;
 use crate::sys;
 
 /// The right, as the kernel numbers it.

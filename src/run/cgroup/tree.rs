@@ -10,7 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::{Asked, PERIOD};
-use crate::capfree::unescape;
+use crate::run::capfree::unescape;
 
 /// The cgroup v2 tree of this process: where it is mounted, and this
 /// process's cgroup in it.
@@ -258,7 +258,7 @@ impl Events {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cgroup::Asked;
+    use crate::run::cgroup::Asked;
 
     #[test]
     fn the_tree_is_read_from_the_kernels_files() {

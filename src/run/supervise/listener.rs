@@ -9,10 +9,10 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use nix::errno::Errno;
 
-use crate::observe::Observer;
-use crate::plan::{Listener, Plan, Way};
-use crate::report::Refusals;
-use crate::sockets::Sockets;
+use crate::run::observe::Observer;
+use crate::run::plan::{Listener, Plan, Way};
+use crate::run::report::Refusals;
+use crate::run::sockets::Sockets;
 use crate::sys;
 
 /// What [`listening`] made.

@@ -28,10 +28,18 @@ use nix::sys::socket::{
 };
 use nix::sys::stat::Mode;
 
-use crate::cli;
 use crate::filter::{self, rules};
 use crate::json;
 use crate::sys;
+
+/// Where and how to report observed calls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observe {
+    pub socket: std::ffi::OsString,
+    /// `SRT_ENCODED_CMD`, when set and non-empty: sent first, and with
+    /// every line.
+    pub encoded_cmd: Option<std::ffi::OsString>,
+}
 
 /// The queue bound: more than a burst of lines between two polls.
 const QUEUE_MAX: usize = 256 * 1024;
@@ -65,7 +73,7 @@ pub struct Observer {
 impl Observer {
     /// Connects to the client's socket and sends the `encodedCommand`
     /// header. The error is the text of the `observe_init_error` line.
-    pub fn connect(cfg: &cli::Observe) -> Result<Observer, String> {
+    pub fn connect(cfg: &Observe) -> Result<Observer, String> {
         let path = cfg.socket.as_os_str();
         let failed = |e: Errno| format!("connect {}: {}", path.to_string_lossy(), e.desc());
         let sock = socket(
@@ -148,7 +156,7 @@ impl Observer {
 
     /// Reports a protecting mount found gone (guard/; also printed by
     /// main).
-    pub fn mount_guard(&mut self, lost: &crate::guard::Lost) {
+    pub fn mount_guard(&mut self, lost: &crate::run::guard::Lost) {
         let line = lost.json(self.encoded_cmd.as_deref());
         self.push(line);
         self.flush();

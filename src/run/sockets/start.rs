@@ -62,7 +62,7 @@ impl Sockets {
             ));
         }
         if self.diag_missing {
-            note.push_str(&format!("; {}", crate::unix_diag::DIAG_MISSING));
+            note.push_str(&format!("; {}", crate::run::unix_diag::DIAG_MISSING));
         }
         if self.kept_dumpable > 0 {
             note.push_str(&format!(
@@ -84,7 +84,7 @@ impl Sockets {
                 "; refused: {} (pid {}) to {}",
                 r.who.comm,
                 r.who.pid.map_or("?".to_string(), |p| p.to_string()),
-                crate::report::printable(&r.target, 64)
+                crate::run::report::printable(&r.target, 64)
             ));
         }
         note
@@ -114,7 +114,7 @@ impl Sockets {
         let (connect_nr, bind_nr) = rules::connect_bind(filter::ARCH);
         // Each named path as found now, never one a command could have
         // swapped (named.rs).
-        let (found, named_notes) = crate::named_sockets::resolve(named);
+        let (found, named_notes) = crate::run::named_sockets::resolve(named);
         let allowed_named = found
             .into_iter()
             .map(|f| Named {
@@ -170,7 +170,7 @@ impl Sockets {
     /// sockets (diag.rs); if not, said on the `SRT_DEBUG` line.
     pub(super) fn diag(&mut self) -> Option<BorrowedFd<'_>> {
         if self.diag.is_none() && !self.diag_missing {
-            self.diag = crate::unix_diag::open_unix_diag();
+            self.diag = crate::run::unix_diag::open_unix_diag();
             self.diag_missing = self.diag.is_none();
         }
         self.diag.as_ref().map(|d| d.as_fd())

@@ -12,12 +12,12 @@ use nix::sys::signal::SigSet;
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::Pid;
 
-use crate::guard::{Guard, Lost};
-use crate::observe::Observer;
-use crate::report::Refusals;
-use crate::sockets::Sockets;
+use crate::run::guard::{Guard, Lost};
+use crate::run::observe::Observer;
+use crate::run::report::Refusals;
+use crate::run::sockets::Sockets;
+use crate::run::terminal::Terminal;
 use crate::sys;
-use crate::terminal::Terminal;
 
 use super::*;
 
@@ -303,7 +303,7 @@ pub(super) fn serve(
             }
             if ready_listener.contains(PollFlags::POLLIN) {
                 if let Some(l) = &listener {
-                    crate::sockets::notified(
+                    crate::run::sockets::notified(
                         l.as_fd(),
                         refusals.as_deref_mut(),
                         sockets.as_deref_mut(),

@@ -18,9 +18,9 @@ use nix::sys::signal::SigSet;
 use nix::unistd::Pid;
 
 use crate::error::Step;
-use crate::plan::{Listener, Stub};
+use crate::run::plan::{Listener, Stub};
+use crate::run::worker;
 use crate::sys;
-use crate::worker;
 
 use super::*;
 
@@ -118,10 +118,10 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     // tolerated (the doctor reads it).
     if let Some(cap) = plan
         .tasks
-        .filter(|c| c.means == crate::tasks::Means::PidMax)
+        .filter(|c| c.means == crate::run::tasks::Means::PidMax)
     {
         let mut buf = [0; 11];
-        let value = crate::tasks::decimal(cap.pid_max(), &mut buf);
+        let value = crate::run::tasks::decimal(cap.pid_max(), &mut buf);
         if let Err(e) = sys::write_file(c"/proc/sys/kernel/pid_max", value) {
             if cap.asked {
                 chan.fail(Step::TaskCap, e);

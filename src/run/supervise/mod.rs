@@ -88,12 +88,12 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
 use nix::unistd::Pid;
 
 use crate::error::{EXIT_SETUP, Error, Step};
-use crate::guard::{Guard, Lost, Pid1};
-use crate::observe::Observer;
-use crate::plan::{Channel, Kind, Listener, Plan, Report, Stub, Way};
+use crate::run::guard::{Guard, Lost, Pid1};
+use crate::run::observe::Observer;
+use crate::run::plan::{Channel, Kind, Listener, Plan, Report, Stub, Way};
+use crate::run::terminal::Terminal;
+use crate::run::worker;
 use crate::sys;
-use crate::terminal::Terminal;
-use crate::worker;
 
 mod end;
 mod holder;
@@ -377,7 +377,7 @@ pub fn run(
     if let (Some(r), Some(s)) = (refusals.as_mut(), sockets.as_ref()) {
         for refusal in &s.refusals {
             r.note(
-                crate::report::socket_call(refusal.call, &refusal.target),
+                crate::run::report::socket_call(refusal.call, &refusal.target),
                 refusal.who.clone(),
             );
         }

@@ -29,7 +29,7 @@ use nix::sys::signal::SigSet;
 
 use crate::error::{Step, errno, exec_exit_code};
 use crate::filter::Program;
-use crate::plan::{Channel, Kind, Listener, Plan, Way};
+use crate::run::plan::{Channel, Kind, Listener, Plan, Way};
 use crate::sys;
 
 pub fn run(

@@ -21,7 +21,7 @@ use crate::filter::interp::{Decoded, SeccompData, run_chain};
 use crate::filter::rules::{EPERM, SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ERRNO};
 use crate::filter::{self, Program, rules};
 use crate::json;
-use crate::observe::Observer;
+use crate::run::observe::Observer;
 use crate::sys;
 
 mod describe;

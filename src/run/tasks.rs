@@ -31,8 +31,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 use crate::error::{Error, Step};
+use crate::run::userns::Path;
 use crate::sys;
-use crate::userns::Path;
 
 /// The setting: unset for the default, `0` for none, or a number.
 pub const VARIABLE: &str = "APPLY_SECCOMP_MAX_TASKS";
@@ -193,10 +193,10 @@ pub fn for_run(
     // may: its pids.max (the shim's, with memory or CPU caps) at the cap
     // and the run's own tasks or lower.
     if let (Err(_), Asked::At(n)) = (means, asked) {
-        let held = crate::cgroup::Tree::read()
+        let held = crate::run::cgroup::Tree::read()
             .ok()
-            .and_then(|t| crate::cgroup::InForce::read(&t).pids);
-        if held.is_some_and(|p| p <= u64::from(n) + crate::cgroup::RUN_TASKS) {
+            .and_then(|t| crate::run::cgroup::InForce::read(&t).pids);
+        if held.is_some_and(|p| p <= u64::from(n) + crate::run::cgroup::RUN_TASKS) {
             return Ok(None);
         }
     }
