@@ -113,3 +113,30 @@ pub(super) fn received(
     }
     None
 }
+
+/// What the listener's users say once the command is done: the socket
+/// policy's note (where none was made before) into `unix_note`, and the
+/// refused calls' line where `line` (the command failed, or
+/// `SRT_DEBUG`), the connects the policy refused counted among them.
+pub(super) fn said_after(
+    sockets: Option<&Sockets>,
+    refusals: Option<&mut Refusals>,
+    unix_note: &mut String,
+    line: bool,
+    debug: bool,
+) -> Option<String> {
+    if let Some(s) = sockets.filter(|_| unix_note.is_empty()) {
+        *unix_note = s.note();
+    }
+    let r = refusals?;
+    if let Some(s) = sockets {
+        for refusal in &s.refusals {
+            r.note(
+                crate::run::report::socket_call(refusal.call, &refusal.target),
+                refusal.who.clone(),
+            );
+        }
+        r.note_unnamed("connect", s.refused - s.refusals.len() as u64);
+    }
+    line.then(|| r.line(debug)).flatten()
+}

@@ -75,16 +75,17 @@
 //! word the kernel clears then (sys::clear_on_exit), the capability-free
 //! worker by `getppid`.
 //!
-//! This file builds the tree and waits for it (`run`); serve.rs is the
+//! This file builds the tree and waits for it (`run`, its steps named:
+//! start.rs the start, listener.rs the listener and what its users say
+//! after, end.rs the ends); serve.rs is the
 //! stub's side while the command runs (signals, reports, observation, the
 //! mount guard, job control); init.rs is init. The types the worker shares
 //! with them are in plan.rs.
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use nix::fcntl::OFlag;
 use nix::sys::prctl;
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+use nix::sys::signal::{SigSet, Signal};
 use nix::unistd::Pid;
 
 use crate::error::{EXIT_SETUP, Error, Step};
@@ -92,7 +93,6 @@ use crate::run::guard::{Guard, Lost, Pid1};
 use crate::run::observe::Observer;
 use crate::run::plan::{Channel, Kind, Listener, Plan, Report, Stub, Way};
 use crate::run::terminal::Terminal;
-use crate::run::worker;
 use crate::sys;
 
 mod end;
@@ -100,10 +100,10 @@ mod holder;
 mod init;
 mod listener;
 mod serve;
+mod start;
 
 use end::{end_child, end_leftovers, refused_before_start};
-use holder::start_holder;
-use init::{InitArgs, inner_init};
+use init::InitArgs;
 use listener::{Listening, listening};
 use serve::{Job, read_reports, supervise};
 
@@ -168,18 +168,8 @@ pub fn run(
     (debug, named, kernel_note): (bool, &[std::path::PathBuf], Option<String>),
 ) -> Result<Outcome, Error> {
     let set = signal_set();
-    // An inherited SIG_IGN for SIGCHLD would make the kernel reap for us.
-    sys::set_default_disposition(libc::SIGCHLD).map_err(|e| Error::setup(Step::Signals, e))?;
-    // Blocked before init starts, so no signal can arrive unhandled between
-    // its start and the first sigwait; the worker restores `original`.
-    let mut original = SigSet::empty();
-    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut original))
-        .map_err(|e| Error::setup(Step::Signals, e))?;
-    // A pipe: the stub reads, init and the worker write. In the shared
-    // table the write end stays open for the stub's life (no end of file:
-    // the stub reads what is queued, non-blocking).
-    let (ours, theirs) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
-        .map_err(|e| Error::setup(Step::ControlChannel, e))?;
+    let original = start::block_signals(&set)?;
+    let (ours, theirs) = start::control_channel()?;
     let mut plan = plan;
     let Listening {
         mut sockets,
@@ -197,33 +187,7 @@ pub fn run(
     // the command. Set before init starts, so there is no window.
     prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
 
-    // The mount guard's handles, before init mounts its /proc. Without
-    // them the run goes on unguarded, as every other helper's does. Its
-    // rename watches' instance is held past the stub's exit by init where
-    // init outlives the stub, and on the capability-free way under
-    // bubblewrap by a holder (below).
-    let held = if plan.init_outlives_stub {
-        Some("init (with the mount namespace)")
-    } else if matches!(plan.way, Way::CapabilityFree { .. }) && pid1.is_bubblewrap() {
-        Some("a holder process")
-    } else {
-        None
-    };
-    let (mut guard, mut guard_note) = match Guard::open(pid1, held) {
-        Ok(g) => (Some(g), String::new()),
-        Err(why) => (None, format!("mount guard: off ({why})")),
-    };
-    // The stub checks while the worker makes its last steps (and on the
-    // namespace way while init mounts), and turns its key of the worker's
-    // gate once the check held (below). On the capability-free way the
-    // holder takes its copy of the watches' instance first.
-    if let (Way::CapabilityFree { .. }, Some(g)) = (plan.way, guard.as_mut()) {
-        if let Some(fd) = g.instance_to_hold().map(|fd| fd.as_raw_fd()) {
-            if start_holder(fd).is_err() {
-                g.keep_instance();
-            }
-        }
-    }
+    let (mut guard, mut guard_note) = start::open_guard(&plan, pid1);
     // The caller's terminal: the command's group gets its foreground if
     // the stub's group has it, and its stops are passed up (terminal.rs).
     let terminal = Terminal::open();
@@ -246,68 +210,7 @@ pub fn run(
         keys: u32::from(matches!(plan.way, Way::Namespaces { .. })) + u32::from(guard.is_some()),
         cpus: None,
     };
-    let child = match plan.way {
-        Way::Namespaces { limit_userns, .. } => {
-            // init's stack, its for the life of this process
-            // (sys::spawn_sharing_files).
-            let init_stack =
-                sys::Stack::new(INIT_STACK).map_err(|e| Error::setup(Step::Fork, e))?;
-            // init starts on this CPU, and runs at once (the yield below):
-            // left to the kernel, it went to the other, idle CPU in most
-            // runs (231 of 298 traced under bubblewrap), and a virtual CPU
-            // woken from halt ran it after a median 280 us (p75 1.7 ms),
-            // against 6-9 us on this one. init gives itself the caller's
-            // CPUs back first thing, before the worker starts; the stub
-            // takes them back once init has run. Measured: paired 0.991 and
-            // 0.994 of the build before under bubblewrap, 0.984 unpaired;
-            // 1.00 on the host (docs/performance.md).
-            let had = sys::pin_to_this_cpu(had);
-            let inner = InitArgs {
-                cpus: had,
-                stub: Stub::for_init(),
-                ..inner
-            };
-            let child =
-                sys::spawn_sharing_files(init_stack, move || inner_init(inner, limit_userns))
-                    .map_err(|e| Error::setup(Step::Fork, e))?;
-            // Out of init's way: the kernel puts about half of the new
-            // children on this CPU, where init would otherwise wait for the
-            // filter installs below (trace, inside bwrap: init's start 105
-            // us after its wake-up in that case, 5 us with the yield).
-            std::thread::yield_now();
-            // Only the stub's own scheduling depends on it: a failure
-            // leaves the stub on one CPU, nothing else.
-            if let Some(had) = had {
-                let _ = sys::raw_set_affinity(&had);
-            }
-            child
-        }
-        Way::CapabilityFree { .. } => {
-            // The command's orphans come back to the stub, which reaps them
-            // and ends those left when the worker is done.
-            prctl::set_child_subreaper(true).map_err(|e| Error::setup(Step::Subreaper, e))?;
-            // The worker runs on in this memory (sys::spawn_sharing_files), as
-            // init's does: its no_new_privs, Landlock domain and filters
-            // (~25 us of the kernel's each) while the stub starts and
-            // checks the mount guard, whose key of the gate it waits for.
-            // Its stack stays mapped for the life of this process.
-            let stack =
-                sys::Stack::new(WORKER_STACK).map_err(|e| Error::setup(Step::ForkWorker, e))?;
-            let stub = Stub::Pid(sys::raw_getpid());
-            let inner = InitArgs { stub, ..inner };
-            sys::spawn_sharing_files(stack, move || {
-                inner.chan.arm_parent_death(inner.stub);
-                worker::run(
-                    inner.plan,
-                    inner.original,
-                    inner.chan,
-                    inner.listener,
-                    (&GATE, inner.keys),
-                )
-            })
-            .map_err(|e| Error::setup(Step::ForkWorker, e))?
-        }
-    };
+    let child = start::start_child(inner, had)?;
     // The same descriptor as init's and the worker's: kept open.
     std::mem::forget(theirs);
     let child = Pid::from_raw(child);
@@ -368,25 +271,13 @@ pub fn run(
         )
     }
     .map_err(|e| Error::setup(Step::Wait, e))?;
-    if let Some(s) = &sockets {
-        if unix_note.is_empty() {
-            unix_note = s.note();
-        }
-    }
-    // The connects the socket policy refused are refusals too.
-    if let (Some(r), Some(s)) = (refusals.as_mut(), sockets.as_ref()) {
-        for refusal in &s.refusals {
-            r.note(
-                crate::run::report::socket_call(refusal.call, &refusal.target),
-                refusal.who.clone(),
-            );
-        }
-        r.note_unnamed("connect", s.refused - s.refusals.len() as u64);
-    }
-    let refusal_line = refusals
-        .as_ref()
-        .filter(|_| status != 0 || debug)
-        .and_then(|r| r.line(debug));
+    let refusal_line = listener::said_after(
+        sockets.as_ref(),
+        refusals.as_mut(),
+        &mut unix_note,
+        status != 0 || debug,
+        debug,
+    );
     // Their descriptors and memory go with the stub's exit, soon after.
     std::mem::forget((epoll, sockets, refusals));
     // The guard's inotify instance is in the table init shares: init's end
