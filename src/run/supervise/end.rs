@@ -11,7 +11,8 @@ use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use super::Outcome;
-use super::serve::{read_reports, tree};
+use super::control::read_reports;
+use super::reap::tree;
 use crate::error::EXIT_SETUP;
 use crate::run::guard::Lost;
 use crate::run::observe::Observer;

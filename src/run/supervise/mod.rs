@@ -77,8 +77,8 @@
 //!
 //! This file builds the tree and waits for it (`run`, its steps named:
 //! start.rs the start, listener.rs the listener and what its users say
-//! after, end.rs the ends); serve.rs is the
-//! stub's side while the command runs (signals, reports, observation, the
+//! after, end.rs the ends); serve.rs is the stub's side while the command
+//! runs (reap.rs the signals and reaping, control.rs init's reports) (signals, reports, observation, the
 //! mount guard, job control); init.rs is init. The types the worker shares
 //! with them are in plan.rs.
 
@@ -95,17 +95,21 @@ use crate::run::plan::{Channel, Kind, Listener, Plan, Report, Stub, Way};
 use crate::run::terminal::Terminal;
 use crate::sys;
 
+mod control;
 mod end;
 mod holder;
 mod init;
 mod listener;
+mod reap;
 mod serve;
 mod start;
 
+use control::Job;
+use control::read_reports;
 use end::{end_child, end_leftovers, refused_before_start};
 use init::InitArgs;
 use listener::{Listening, listening};
-use serve::{Job, read_reports, supervise};
+use reap::supervise;
 
 /// Signals relayed from the stub to init and from init to the worker.
 pub const FORWARDED: [Signal; 6] = [
