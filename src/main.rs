@@ -3,15 +3,15 @@
 //!
 //! The binary's five doors, each a folder: `run/` (a run, what the clients
 //! call for every command), `shim/` (as `bwrap`), `doctor/`, `setup/` and
-//! `race/`; below them `cli/`, `filter/` and `sys/`. A run's data flows one
-//! way: cli -> filter (validate) -> run::userns (enter) -> run::supervise
-//! (outer stub / inner init) -> run::worker (exec) -> sys, with the types
-//! the last three share (the plan, the control channel) in run/plan.rs.
+//! `race/`; below them `cli/`, `filter/` and `sys/`, which name no door.
+//! This file reads the command line (`cli`) and calls the door it names
+//! with that door's own options. A run's data flows one way: cli ->
+//! run::run (its steps: filter, run::userns, run::way, run::supervise's
+//! outer stub and inner init, run::worker's exec) -> sys, with the types
+//! the processes share (the plan, the control channel) in run/plan.rs.
 //! The race tester calls the same entry routine; the doctor runs it in a
-//! child.
-//! Only this file prints (and the shim's entry, shim/run.rs, which ends in
-//! bubblewrap's exec and has no caller to return a message to), and only
-//! `sys` holds `unsafe`.
+//! child. Only the doors' entries print (this file, run/mod.rs,
+//! shim/run.rs, setup/mod.rs), and only `sys` holds `unsafe`.
 //!
 //! There is no Rust `main`: `sys` exports the C `main`, which calls
 //! [`entry`]. Rust's runtime start-up would set SIGPIPE to ignored, a
@@ -38,13 +38,11 @@ mod shim;
 mod sys;
 mod walk;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 
-use cli::{Action, RunConfig};
-use error::{Error, Step};
-use run::plan::{Kind, Report, Way};
-use run::userns::{Backoff, Path};
+use cli::Action;
+use error::Error;
 
 /// The program: returns the exit status.
 #[cfg_attr(test, allow(dead_code))]
@@ -65,12 +63,28 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
     } else {
         cli::parse(&args, &env)
     };
-    match action {
-        Ok(Action::BwrapShim(args)) => shim::run::run(&argv0, &args, env.debug_enabled()),
-        Ok(Action::Help) => print_out(&help()),
-        Ok(Action::Version) => print_out(install::VERSION_LINE),
-        Ok(Action::Features) => print_out(&(cli::FEATURES.join("\n") + "\n")),
-        Ok(Action::Doctor(cfg)) => {
+    match action.and_then(|action| door(action, &argv0, &env)) {
+        Ok(status) => status,
+        Err(e) => {
+            eprintln!("{e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// The door `action` names, its own options read by its parser.
+fn door(action: Action, argv0: &OsStr, env: &cli::Env) -> Result<i32, Error> {
+    /// A door's options refused: the message and the usage.
+    fn options<T>(parsed: Result<T, String>) -> Result<T, Error> {
+        parsed.map_err(|e| Error::Usage(format!("{e}\n{}", cli::USAGE)))
+    }
+    Ok(match action {
+        Action::BwrapShim(args) => shim::run::run(argv0, &args, env.debug_enabled()),
+        Action::Help => print_out(&help()),
+        Action::Version => print_out(install::VERSION_LINE),
+        Action::Features => print_out(&(cli::FEATURES.join("\n") + "\n")),
+        Action::Doctor(words) => {
+            let cfg = options(doctor::parse(&words))?;
             let report = doctor::run(&cfg);
             match print_out(&if cfg.json {
                 report.json()
@@ -81,11 +95,11 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
                 failed => failed,
             }
         }
-        Ok(Action::Setup(cfg)) => setup::run(&cfg),
-        Ok(Action::DoctorEntry) => print_out(&doctor::entry_report()),
-        Ok(Action::DoctorProbe) => print_out(&doctor::probe_report()),
-        Ok(Action::DoctorConnect(paths)) => print_out(&doctor::connect_report(&paths)),
-        Ok(Action::RaceTest(cfg)) => match race::run(&cfg) {
+        Action::Setup(words) => setup::run(&options(setup::parse(&words))?),
+        Action::DoctorEntry => print_out(&doctor::entry_report()),
+        Action::DoctorProbe => print_out(&doctor::probe_report()),
+        Action::DoctorConnect(paths) => print_out(&doctor::connect_report(&paths)),
+        Action::RaceTest(words) => match race::run(&options(race::parse(&words))?) {
             Ok(report) => {
                 print_out(&report.render());
                 report.exit_code()
@@ -95,15 +109,8 @@ pub(crate) fn entry(mut args: Vec<OsString>) -> i32 {
                 race::EXIT_CANNOT_RUN
             }
         },
-        Ok(Action::Run(cfg)) => run(&cfg).unwrap_or_else(|e| {
-            eprintln!("{e}");
-            e.exit_code()
-        }),
-        Err(e) => {
-            eprintln!("{e}");
-            e.exit_code()
-        }
-    }
+        Action::Run(cfg) => run::run(&cfg)?,
+    })
 }
 
 /// Writes and flushes: the status goes back to C's exit(), which does not
@@ -147,265 +154,5 @@ pub(crate) fn os_words(words: &[&str]) -> Vec<OsString> {
 pub(crate) fn debug(enabled: bool, line: impl FnOnce() -> String) {
     if enabled {
         eprintln!("apply-seccomp: {}", line());
-    }
-}
-
-fn run(cfg: &RunConfig) -> Result<i32, Error> {
-    // Who holds the socket policy: the kernel where it can (Landlock ABI 9),
-    // else the stub (issue 55).
-    let sockets = match cfg.unix {
-        cli::UnixPolicy::Deny => filter::Sockets::Deny,
-        cli::UnixPolicy::Own if run::sockets::kernel::available() => filter::Sockets::Kernel,
-        cli::UnixPolicy::Own => filter::Sockets::Mediated,
-    };
-    let filters = filter::filters(cfg.allow_nested_userns, sockets, cfg.report)?;
-    let kernel_sockets = sockets == filter::Sockets::Kernel;
-    if kernel_sockets {
-        let note =
-            run::sockets::kernel::name_inherited().map_err(|e| Error::setup(Step::Landlock, e))?;
-        debug(cfg.debug && !note.is_empty(), || note);
-    }
-    // Leaked: init and the worker read it from the stub's memory while the
-    // stub runs on (supervise/), so it must never be freed.
-    let exec: &'static sys::ExecArgs = Box::leak(Box::new(
-        sys::ExecArgs::new(&cfg.argv)
-            .ok_or_else(|| Error::Usage("an argument contains a NUL byte".into()))?,
-    ));
-    // First: the unix filter will refuse the socket, and `/proc` must be the
-    // caller's. Fail-open: the command runs on, unobserved.
-    let mut observer = match &cfg.observe {
-        Some(o) => match run::observe::Observer::connect(o) {
-            Ok(obs) => Some(obs),
-            Err(text) => {
-                eprintln!("{}", run::observe::init_error_line(&text));
-                None
-            }
-        },
-        None => None,
-    };
-    // Before init starts, so no process of the tree carries them and
-    // the worker needs no allocation to drop them; their strings wiped
-    // where /proc/PID/environ of the stub and init shows them.
-    sys::scrub_env(&cli::SCRUBBED);
-
-    // Memory and CPU caps asked: a cgroup of the run's must hold them.
-    let cgroup = cfg.limits.as_ref().map(run::cgroup::for_run).transpose()?;
-    let pid1 = run::guard::Pid1::look();
-    let entry = run::userns::enter(&Backoff::default(), cfg.way_in)?;
-    debug(cfg.debug, || entry.describe());
-
-    caps::clear(None, caps::CapSet::Ambient)
-        .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
-    let unix_note;
-    let (way, _ruleset) = match &entry.path {
-        Path::CapabilityFree { refusal, .. } => {
-            // Held until the run ends; the worker joins it (close-on-exec).
-            let domain = run::capfree::ruleset(kernel_sockets).map_err(|lack| {
-                Error::NoCapabilityFreeWay {
-                    refusal: refusal.clone(),
-                    lack,
-                }
-            })?;
-            debug(cfg.debug, || run::capfree::describe(&domain));
-            // The socket policy's rules, where the kernel holds it: in
-            // this one domain (or the run ends).
-            unix_note = kernel_sockets
-                .then(|| {
-                    let fd = std::os::fd::AsRawFd::as_raw_fd(&domain.ruleset);
-                    run::sockets::kernel::add_named(fd, &cfg.allow_unix)
-                        .map(|n| run::sockets::kernel::note(&n))
-                })
-                .transpose()
-                .map_err(|e| Error::setup(Step::Landlock, io::Error::other(e)))?;
-            // No bounding-set drop here: it needs CAP_SETPCAP, which this way
-            // has none of, and Landlock's ptrace rule holds without it.
-            let way = Way::CapabilityFree {
-                ruleset: std::os::fd::AsRawFd::as_raw_fd(&domain.ruleset),
-            };
-            (way, Some(domain.ruleset))
-        }
-        path => {
-            // Stricter than upstream: a command running as root (host root
-            // on the direct path, or uid 0 in the namespace) could otherwise
-            // ptrace the unfiltered inner init, whose non-dumpability only
-            // CAP_SYS_PTRACE overrides. Out of the bounding set, no exec can
-            // grant it.
-            caps::drop(
-                None,
-                caps::CapSet::Bounding,
-                caps::Capability::CAP_SYS_PTRACE,
-            )
-            .map_err(|e| Error::setup(Step::DropPtrace, io::Error::other(e.to_string())))?;
-            let made_userns = matches!(path, Path::UserNamespace(_));
-            // The socket policy's domain, where the kernel holds it: made
-            // or the run ends (never a run with less than asked).
-            let domain = kernel_sockets
-                .then(|| run::sockets::kernel::domain(&cfg.allow_unix))
-                .transpose()
-                .map_err(|e| Error::setup(Step::Landlock, io::Error::other(e)))?;
-            let way = Way::Namespaces {
-                limit_userns: made_userns && !cfg.allow_nested_userns,
-                sockets: domain
-                    .as_ref()
-                    .map(|d| std::os::fd::AsRawFd::as_raw_fd(&d.ruleset)),
-            };
-            unix_note = domain.as_ref().map(|d| d.note.clone());
-            (way, domain.map(|d| d.ruleset))
-        }
-    };
-    debug(cfg.debug, || {
-        format!(
-            "filters: unix{}; user namespace limit: {}",
-            if filters.namespaces.is_some() {
-                " + namespaces"
-            } else {
-                " only (nesting allowed)"
-            },
-            match way {
-                Way::Namespaces {
-                    limit_userns: true, ..
-                } => "yes",
-                Way::Namespaces {
-                    limit_userns: false,
-                    ..
-                } => "no",
-                Way::CapabilityFree { .. } => "no (capability-free: the filter alone)",
-            }
-        )
-    });
-    // Under bubblewrap, init holds what the run's end releases until the
-    // stub has exited (plan.rs): bubblewrap's caller goes on as soon as the
-    // stub is reaped, and a guarded run's end would otherwise wait there
-    // for the kernel (the inotify instance's grace period, the unmount of
-    // the run's copy of bubblewrap's mounts). On the host the stub's own
-    // exit releases them: measured cheaper there for commands run back to
-    // back (docs/performance.md).
-    let init_outlives_stub = pid1.is_bubblewrap() && matches!(way, Way::Namespaces { .. });
-    // The CPUs: the default task cap grows with them, and init starts on
-    // one of them (supervise/).
-    let had = matches!(way, Way::Namespaces { .. })
-        .then(sys::affinity)
-        .flatten();
-    let tasks = run::tasks::for_run(cfg.max_tasks, &entry.path, had.as_ref())?;
-    debug(cfg.debug, || {
-        tasks.map_or_else(
-            || {
-                format!(
-                    "task cap: none ({}=0, or none can be kept here)",
-                    run::tasks::VARIABLE
-                )
-            },
-            |c| c.describe(),
-        )
-    });
-    let outcome = run::supervise::run(
-        run::plan::Plan {
-            exec,
-            filters,
-            way,
-            tty: None,
-            job_control: false,
-            init_outlives_stub,
-            observed: observer.is_some(),
-            tasks,
-        },
-        observer.as_mut(),
-        (pid1, had),
-        (cfg.debug, &cfg.allow_unix, unix_note),
-    )?;
-    for text in &outcome.observe_errors {
-        eprintln!("{}", run::observe::init_error_line(text));
-    }
-    debug(cfg.debug, || outcome.guard_note.clone());
-    debug(cfg.debug, || outcome.unix_note.clone());
-    if let Some(lost) = &outcome.lost {
-        eprintln!("{}", lost.message());
-    }
-    if let Some(obs) = &observer {
-        debug(cfg.debug, || {
-            format!(
-                "observed: {} lines reported, {} dropped",
-                obs.reported, obs.dropped
-            )
-        });
-    }
-    for report in &outcome.reports {
-        print_report(cfg, tasks, report);
-    }
-    // The helper's own failures use 125-127 too: a command exiting with
-    // one of them could pass its own message off as the helper's.
-    if command_ran(&outcome) && matches!(outcome.status, 125..=127) {
-        eprintln!(
-            "apply-seccomp: the sandbox was set up and the command ran; exit status {} is the \
-             command's own",
-            outcome.status
-        );
-    }
-    debug(cfg.debug, || format!("exit status {}", outcome.status));
-    // Last, after the command's own output: what the sandbox refused.
-    if let Some(line) = &outcome.refusal_line {
-        eprintln!("{line}");
-    }
-    if let (Some(asked), Some(held)) = (&cfg.limits, &cgroup) {
-        run::cgroup::said(asked, held)
-            .iter()
-            .for_each(|l| eprintln!("{l}"));
-    }
-    Ok(outcome.status)
-}
-
-/// The status is the command's: nothing stopped it (the mount guard) and
-/// no step failed before its exec, which every inner failure reports.
-fn command_ran(outcome: &run::supervise::Outcome) -> bool {
-    outcome.lost.is_none() && !outcome.reports.iter().any(|r| r.kind == Kind::Fatal)
-}
-
-fn print_report(cfg: &RunConfig, tasks: Option<run::tasks::Cap>, r: &Report) {
-    let source = io::Error::from_raw_os_error(r.errno);
-    match (r.kind, r.step) {
-        (Kind::Fatal, Step::Exec) => eprintln!(
-            "{}",
-            Error::Exec {
-                program: cfg.argv[0].to_string_lossy().into_owned(),
-                source
-            }
-        ),
-        (Kind::Fatal, step) => eprintln!("{}", Error::setup(step, source)),
-
-        (Kind::Warning, step) => eprintln!(
-            "apply-seccomp: {}: {} (not fatal)",
-            step.describe(),
-            error::strerror(&source)
-        ),
-        (Kind::TaskCap, _) => {
-            if let Some(cap) = &tasks {
-                eprintln!("{}", cap.line(u32::try_from(r.errno).unwrap_or(0)));
-            }
-        }
-        (Kind::Stopped | Kind::Exited | Kind::Listener, _) => {}
-        // Notes a command cannot act on: SRT_DEBUG's and the doctor's,
-        // never every command's stderr (issue 46).
-        (Kind::Debug, Step::LimitUserns) => debug(cfg.debug, || {
-            format!(
-                "could not set user.max_user_namespaces ({}): the seccomp filter alone keeps \
-                 the command from making namespaces",
-                error::strerror(&source)
-            )
-        }),
-        (Kind::Debug, Step::MountProc) => debug(cfg.debug, || {
-            format!(
-                "note, nothing to do: the command sees the /proc it was given, read-only; \
-                 the kernel refuses a fresh one here ({}), as it does under bubblewrap's \
-                 --proc for a root caller and in a container's masked /proc",
-                error::strerror(&source)
-            )
-        }),
-        (Kind::Debug, step) => debug(cfg.debug, || {
-            format!(
-                "{}: {} (tolerated)",
-                step.describe(),
-                error::strerror(&source)
-            )
-        }),
     }
 }

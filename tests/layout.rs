@@ -313,6 +313,74 @@ fn no_import_circle_between_modules() {
     assert!(said.is_empty(), "import circles:\n{}", said.join("\n"));
 }
 
+/// The binary's doors, and what lies below them (docs/architecture.md's
+/// module map): the foundations and the modules every door shares.
+const DOORS: [&str; 5] = ["run", "shim", "doctor", "setup", "race"];
+const BELOW: [&str; 10] = [
+    "cli",
+    "filter",
+    "sys",
+    "cause",
+    "error",
+    "json",
+    "settings",
+    "install",
+    "walk",
+    "bwrap_args",
+];
+
+/// Issue 59: the command line among the foundations. Nothing below the
+/// doors names one (cli parsed each door's options, so it sat above them
+/// all).
+#[test]
+fn nothing_below_the_doors_names_one() {
+    let top = |m: &str| m.split("::").next().unwrap().to_string();
+    let modules: Vec<String> = all().iter().map(|(r, _)| top(&module_of(r))).collect();
+    for m in DOORS.iter().chain(&BELOW) {
+        assert!(modules.iter().any(|x| x == m), "no module {m} in src/");
+    }
+    for m in &modules {
+        assert!(
+            m == "main" || DOORS.contains(&m.as_str()) || BELOW.contains(&m.as_str()),
+            "src/{m}: neither a door nor below them: name it in tests/layout.rs and \
+             docs/architecture.md"
+        );
+    }
+    let upward: Vec<String> = import_edges()
+        .into_iter()
+        .filter(|(a, b)| BELOW.contains(&top(a).as_str()) && DOORS.contains(&top(b).as_str()))
+        .map(|(a, b)| format!("{a} -> {b}"))
+        .collect();
+    assert!(
+        upward.is_empty(),
+        "below the doors, naming one:\n{}",
+        upward.join("\n")
+    );
+}
+
+/// Only the doors' entries print (docs/architecture.md's rules); every
+/// other module returns values or errors.
+#[test]
+fn only_the_doors_entries_print() {
+    const PRINT: [&str; 4] = [
+        "src/main.rs",
+        "src/run/mod.rs",
+        "src/setup/mod.rs",
+        "src/shim/run.rs",
+    ];
+    let mut printing = Vec::new();
+    for (rel, text) in all() {
+        let code = code_of(&text);
+        if ["print!(", "println!(", "eprint!(", "eprintln!("]
+            .iter()
+            .any(|m| code.contains(m))
+        {
+            printing.push(rel);
+        }
+    }
+    assert_eq!(printing, PRINT, "the files that print");
+}
+
 #[test]
 fn the_import_scan_reads_paths_and_finds_circles() {
     let modules: Vec<String> = ["cli", "error", "sys", "doctor", "doctor::a", "doctor::b"]

@@ -50,9 +50,9 @@ impl Env {
             "APPLY_SECCOMP_UNIX",
             "APPLY_SECCOMP_ALLOW_UNIX",
             "APPLY_SECCOMP_REFUSALS",
-            crate::run::tasks::VARIABLE,
-            crate::run::cgroup::MEMORY,
-            crate::run::cgroup::CPU,
+            super::caps::TASKS,
+            super::caps::MEMORY,
+            super::caps::CPU,
         ]);
         Env {
             allow_nested_userns,

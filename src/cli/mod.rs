@@ -1,4 +1,9 @@
-//! argv and environment to what the helper should do. Pure: no syscalls.
+//! argv and environment to what the helper should do: the door the first
+//! word names. A foundation below the doors, it names none of them: a
+//! run's options and variables are read here (command.rs), with the caps
+//! every door reads (caps.rs); the other doors' options are handed to
+//! their own parsers (main.rs calls them). No syscalls but the
+//! environment's read.
 //!
 //! `apply-seccomp [OPTIONS] [--] <command> [args...]`: options start with
 //! `-` and come before the command; `--` ends them; the first word that
@@ -8,19 +13,17 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
-use crate::cause::WayIn;
 use crate::error::Error;
-pub use crate::run::observe::Observe;
-use crate::{doctor, race, setup};
 
+pub mod caps;
+mod command;
 mod env;
 mod unix;
 
+pub use command::{Observe, RunConfig};
 pub use env::Env;
 pub use unix::UnixPolicy;
-use unix::{allowed_sockets, refusals_reported};
 
 pub const USAGE: &str = "usage: apply-seccomp [-h | --help | --version] [--way-in=WAY] [--] <command> [args...]\n       \
                          apply-seccomp --bwrap-shim [bwrap args...]   (or run it as `bwrap`)\n       \
@@ -68,31 +71,6 @@ pub const FEATURES: [&str; 7] = [
     "own-unix-sockets",
 ];
 
-/// A run of the helper on a command.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunConfig {
-    pub argv: Vec<OsString>,
-    /// `SRT_ALLOW_NESTED_USERNS` is exactly `1`.
-    pub allow_nested_userns: bool,
-    /// `SRT_DEBUG` is set and non-empty.
-    pub debug: bool,
-    /// `--way-in=WAY`.
-    pub way_in: WayIn,
-    /// `SRT_OBSERVE_SOCK`, when set and non-empty: report write-intent
-    /// calls to this socket.
-    pub observe: Option<Observe>,
-    /// The Unix socket policy, and the host sockets a connect may reach
-    /// besides the run's own (cli/unix.rs).
-    pub unix: UnixPolicy,
-    pub allow_unix: Vec<PathBuf>,
-    /// Refused calls counted and said (not `APPLY_SECCOMP_REFUSALS=off`).
-    pub report: bool,
-    /// The run's task cap asked for (`APPLY_SECCOMP_MAX_TASKS`, tasks.rs).
-    pub max_tasks: crate::run::tasks::Asked,
-    /// Memory and CPU caps asked for, a cgroup's to hold (cgroup.rs).
-    pub limits: Option<crate::run::cgroup::Asked>,
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     Help,
@@ -100,14 +78,16 @@ pub enum Action {
     /// `SRT_HELPER_FEATURES=1` and no arguments: print the feature words.
     Features,
     Run(RunConfig),
-    /// `--race-test ...`: the race regression tester.
-    RaceTest(race::Config),
+    /// `--race-test ...`: the race regression tester's words (race/).
+    RaceTest(Vec<OsString>),
     /// `--bwrap-shim ...`, or invoked as `bwrap`: bubblewrap's arguments.
     BwrapShim(Vec<OsString>),
-    /// `--doctor ...`: why a sandbox can or cannot start here.
-    Doctor(doctor::Config),
-    /// `--setup ...`: point the clients at this binary (or `--undo` it).
-    Setup(setup::Config),
+    /// `--doctor ...`: why a sandbox can or cannot start here; the
+    /// doctor's words (doctor/).
+    Doctor(Vec<OsString>),
+    /// `--setup ...`: point the clients at this binary (or `--undo` it);
+    /// setup's words (setup/), `--undo` the first where it came alone.
+    Setup(Vec<OsString>),
     /// `--doctor-entry`: the doctor's child that tries the helper's entry.
     DoctorEntry,
     /// `--doctor-probe`: the doctor's command under the helper.
@@ -144,94 +124,24 @@ pub fn parse(args: &[OsString], env: &Env) -> Result<Action, Error> {
         Some(b"--help" | b"-h") => return Ok(Action::Help),
         Some(b"--version") => return Ok(Action::Version),
         Some(b"--bwrap-shim") => return Ok(Action::BwrapShim(args[1..].to_vec())),
-        Some(b"--doctor") => {
-            return doctor::parse(&args[1..])
-                .map(Action::Doctor)
-                .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
-        }
+        // Each door's own options are its parser's (main.rs calls it).
+        Some(b"--doctor") => return Ok(Action::Doctor(args[1..].to_vec())),
         // `--undo` alone is `--setup --undo`, as the README words it.
-        Some(b"--undo") => {
-            return setup::parse(args)
-                .map(Action::Setup)
-                .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
-        }
-        Some(b"--setup") => {
-            return setup::parse(&args[1..])
-                .map(Action::Setup)
-                .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
-        }
+        Some(b"--undo") => return Ok(Action::Setup(args.to_vec())),
+        Some(b"--setup") => return Ok(Action::Setup(args[1..].to_vec())),
         Some(b"--doctor-entry") if args.len() == 1 => return Ok(Action::DoctorEntry),
         Some(b"--doctor-probe") if args.len() == 1 => return Ok(Action::DoctorProbe),
         Some(b"--doctor-connect") => return Ok(Action::DoctorConnect(args[1..].to_vec())),
-        Some(b"--race-test") => {
-            return race::parse(&args[1..])
-                .map(Action::RaceTest)
-                .map_err(|e| Error::Usage(format!("{e}\n{USAGE}")));
-        }
+        Some(b"--race-test") => return Ok(Action::RaceTest(args[1..].to_vec())),
         _ => {}
     }
-    let mut way_in = WayIn::Auto;
-    let mut rest = args;
-    while let Some(option) = rest.first().map(|a| a.as_bytes()) {
-        if option == b"--" {
-            rest = &rest[1..];
-            break;
-        }
-        if !option.starts_with(b"-") || option == b"-" {
-            break;
-        }
-        match option.strip_prefix(b"--way-in=").map(WayIn::parse) {
-            Some(Some(way)) => way_in = way,
-            Some(None) => {
-                return Err(Error::Usage(format!(
-                    "--way-in takes auto, namespaces or capability-free, not {}\n{USAGE}",
-                    String::from_utf8_lossy(&option[b"--way-in=".len()..])
-                )));
-            }
-            None => {
-                return Err(Error::Usage(format!(
-                    "unknown option {}\n{USAGE}",
-                    String::from_utf8_lossy(option)
-                )));
-            }
-        }
-        rest = &rest[1..];
-    }
-    if rest.is_empty() {
-        return Err(Error::Usage(format!("no command given\n{USAGE}")));
-    }
-    let unix = UnixPolicy::read(env.unix.as_deref())?;
-    let max_tasks = crate::run::tasks::Asked::read(env.max_tasks.as_deref())?;
-    let allow_unix = allowed_sockets(env.allow_unix.as_deref().unwrap_or_default())?;
-    Ok(Action::Run(RunConfig {
-        unix,
-        allow_unix,
-        report: refusals_reported(env.refusals.as_deref())?,
-        max_tasks,
-        limits: crate::run::cgroup::Asked::read(
-            env.memory_max.as_deref(),
-            env.cpu_max.as_deref(),
-            max_tasks.asked_number(),
-        )
-        .map_err(Error::Usage)?,
-        argv: rest.to_vec(),
-        allow_nested_userns: is(&env.allow_nested_userns, "1"),
-        debug: env.debug_enabled(),
-        way_in,
-        observe: env
-            .observe_sock
-            .clone()
-            .filter(|s| !s.is_empty())
-            .map(|socket| Observe {
-                socket,
-                encoded_cmd: env.encoded_cmd.clone().filter(|s| !s.is_empty()),
-            }),
-    }))
+    command::parse(args, env).map(Action::Run)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cause::WayIn;
     use std::os::unix::ffi::OsStringExt;
 
     use crate::os_words as args;
@@ -254,7 +164,11 @@ mod tests {
             parse(&args(&["--undo", "--dry-run"]), &env).unwrap(),
             parse(&args(&["--setup", "--undo", "--dry-run"]), &env).unwrap()
         );
-        assert!(parse(&args(&["--undo", "--srt"]), &env).is_err());
+        // Setup's parser refuses this one (setup/limits.rs's tests).
+        assert_eq!(
+            parse(&args(&["--undo", "--srt"]), &env).unwrap(),
+            Action::Setup(args(&["--undo", "--srt"]))
+        );
     }
 
     #[test]
@@ -283,6 +197,24 @@ mod tests {
     }
 
     #[test]
+    fn each_door_gets_its_own_words() {
+        let env = Env::default();
+        let words = |w: &[&str]| parse(&args(w), &env).unwrap();
+        assert_eq!(
+            words(&["--race-test", "--strategy", "x"]),
+            Action::RaceTest(args(&["--strategy", "x"]))
+        );
+        assert_eq!(
+            words(&["--doctor", "--json"]),
+            Action::Doctor(args(&["--json"]))
+        );
+        assert_eq!(
+            words(&["--setup", "--srt"]),
+            Action::Setup(args(&["--srt"]))
+        );
+    }
+
+    #[test]
     fn usage_errors() {
         for bad in [
             &[][..],
@@ -292,7 +224,6 @@ mod tests {
             &["-h", "x"][..],
             &["--help", "x"][..],
             &["--version", "x"][..],
-            &["--race-test", "--strategy", "x"][..],
             &["--way-in=sideways", "true"][..],
             &["--way-in", "namespaces", "true"][..],
             &["--way-in=namespaces"][..],

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::Check;
 use super::bounded::run_bounded;
 use super::srt_options::BWRAP_OPTIONS;
-use crate::run::tasks::VARIABLE;
+use crate::cli::caps::{self, TASKS};
 
 const NAME: &str = "limits";
 
@@ -32,7 +32,7 @@ pub fn check(binary: &Path) -> Check {
             format!("no task cap for a run here ({line}); {tail}"),
             format!(
                 "a fork bomb in a run can take every process your user may have: unset \
-                 {VARIABLE} (or set a number) where it is 0; as root, a kernel of 6.14 or \
+                 {TASKS} (or set a number) where it is 0; as root, a kernel of 6.14 or \
                  later keeps the cap"
             ),
         ),
@@ -85,10 +85,10 @@ fn cap_in_bubblewrap(binary: &Path) -> Result<String, String> {
 /// user's can hold it (Err: the fix, where asked and none can), and what
 /// is in force here.
 fn cgroup_caps() -> (String, Result<(), String>) {
-    use crate::run::cgroup::{self, Asked, InForce, Tree};
-    let asked = Asked::read(
-        std::env::var_os(cgroup::MEMORY).as_deref(),
-        std::env::var_os(cgroup::CPU).as_deref(),
+    use crate::run::cgroup::{self, InForce, Tree};
+    let asked = caps::Limits::read(
+        std::env::var_os(caps::MEMORY).as_deref(),
+        std::env::var_os(caps::CPU).as_deref(),
         None,
     );
     let asked = match asked {
@@ -103,9 +103,9 @@ fn cgroup_caps() -> (String, Result<(), String>) {
             return (text, held);
         }
     };
-    let probe = Asked {
+    let probe = caps::Limits {
         memory: Some(1),
-        cpu: Some(cgroup::PERIOD),
+        cpu: Some(caps::PERIOD),
         pids: Some(1),
     };
     let subtree = cgroup::delegated(&tree, &asked.unwrap_or(probe));
@@ -122,8 +122,8 @@ fn cgroup_caps() -> (String, Result<(), String>) {
     let asked_text = asked.map_or(
         format!(
             "no memory or CPU cap asked ({}, {})",
-            cgroup::MEMORY,
-            cgroup::CPU
+            caps::MEMORY,
+            caps::CPU
         ),
         |a| format!("asked: {}", a.describe()),
     );

@@ -28,18 +28,10 @@ use nix::sys::socket::{
 };
 use nix::sys::stat::Mode;
 
+use crate::cli::Observe;
 use crate::filter::{self, rules};
 use crate::json;
 use crate::sys;
-
-/// Where and how to report observed calls.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observe {
-    pub socket: std::ffi::OsString,
-    /// `SRT_ENCODED_CMD`, when set and non-empty: sent first, and with
-    /// every line.
-    pub encoded_cmd: Option<std::ffi::OsString>,
-}
 
 /// The queue bound: more than a burst of lines between two polls.
 const QUEUE_MAX: usize = 256 * 1024;

@@ -27,15 +27,10 @@
 //! cap by default, a refusal when one is asked for, and the doctor says
 //! so. Nor is a root caller capped on a kernel before 6.14.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
-
+use crate::cli::caps::{RUN_TASKS, TASKS, Tasks};
 use crate::error::{Error, Step};
 use crate::run::userns::Path;
 use crate::sys;
-
-/// The setting: unset for the default, `0` for none, or a number.
-pub const VARIABLE: &str = "APPLY_SECCOMP_MAX_TASKS";
 
 /// The default is this many tasks, or [`PER_CPU`] per CPU the caller may
 /// run on, whichever is more. Peaks of real work on 2 CPUs (processes
@@ -49,43 +44,6 @@ pub const PER_CPU: u32 = 128;
 /// The kernel's lowest `pid_max` (RESERVED_PIDS + 1): a cap kept by
 /// `pid_max` is at least this less 2.
 pub const PID_MAX_MIN: u32 = 301;
-
-/// What the caller asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Asked {
-    Default,
-    /// `0`: no cap.
-    Off,
-    At(u32),
-}
-
-impl Asked {
-    /// The number asked for, if one was.
-    pub fn asked_number(self) -> Option<u32> {
-        match self {
-            Asked::At(n) => Some(n),
-            _ => None,
-        }
-    }
-
-    pub fn read(value: Option<&OsStr>) -> Result<Asked, Error> {
-        let bytes = value.map(OsStr::as_bytes);
-        Ok(match bytes {
-            None | Some(b"") => Asked::Default,
-            Some(b"0") => Asked::Off,
-            Some(v) => match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
-                Some(n) => Asked::At(n),
-                None => {
-                    return Err(Error::Usage(format!(
-                        "{VARIABLE}={}: it takes a number of tasks (processes and threads), \
-                         or 0 for no cap",
-                        String::from_utf8_lossy(v)
-                    )));
-                }
-            },
-        })
-    }
-}
 
 /// How the kernel keeps the cap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,7 +60,7 @@ pub struct Cap {
     /// The command's tasks at once.
     pub tasks: u32,
     pub means: Means,
-    /// Asked for: where the kernel refuses it, the run ends.
+    /// Tasks for: where the kernel refuses it, the run ends.
     pub asked: bool,
 }
 
@@ -115,22 +73,22 @@ pub const HELPER_TASKS: u32 = 2;
 /// Never more than half of `own`: the run's tasks count against it too,
 /// and a cap at it would leave the user's other processes nothing.
 pub fn resolve(
-    asked: Asked,
+    asked: Tasks,
     means: Result<Means, &'static str>,
     cpus: u32,
     own: Option<u64>,
 ) -> Result<Option<Cap>, Error> {
     let (tasks, is_asked) = match asked {
-        Asked::Off => return Ok(None),
-        Asked::Default => (FLOOR.max(PER_CPU.saturating_mul(cpus)), false),
-        Asked::At(n) => (n, true),
+        Tasks::Off => return Ok(None),
+        Tasks::Default => (FLOOR.max(PER_CPU.saturating_mul(cpus)), false),
+        Tasks::At(n) => (n, true),
     };
     let means = match means {
         Ok(m) => m,
         Err(_) if !is_asked => return Ok(None),
         Err(why) => {
             return Err(Error::Usage(format!(
-                "{VARIABLE}={tasks}: no task cap can be kept here ({why}); unset it (or set 0) \
+                "{TASKS}={tasks}: no task cap can be kept here ({why}); unset it (or set 0) \
                  to run without one"
             )));
         }
@@ -141,7 +99,7 @@ pub fn resolve(
         if tasks < PID_MAX_MIN - 2 {
             if is_asked {
                 return Err(Error::Usage(format!(
-                    "{VARIABLE}={tasks}: as root the cap is the PID namespace's pid_max, which \
+                    "{TASKS}={tasks}: as root the cap is the PID namespace's pid_max, which \
                      the kernel keeps at {PID_MAX_MIN} or more: at least {} tasks",
                     PID_MAX_MIN - 2
                 )));
@@ -162,11 +120,11 @@ pub fn resolve(
 /// run on: resolved, and on a user namespace the helper made, set
 /// (`RLIMIT_NPROC`, before init starts; init writes `pid_max` itself).
 pub fn for_run(
-    asked: Asked,
+    asked: Tasks,
     path: &Path,
     had: Option<&libc::cpu_set_t>,
 ) -> Result<Option<Cap>, Error> {
-    if asked == Asked::Off {
+    if asked == Tasks::Off {
         return Ok(None);
     }
     // RLIMIT_NPROC where the kernel checks it, exact and cheapest (one
@@ -192,11 +150,11 @@ pub fn for_run(
     // Where no namespace can keep an asked cap, a cgroup of the run's
     // may: its pids.max (the shim's, with memory or CPU caps) at the cap
     // and the run's own tasks or lower.
-    if let (Err(_), Asked::At(n)) = (means, asked) {
+    if let (Err(_), Tasks::At(n)) = (means, asked) {
         let held = crate::run::cgroup::Tree::read()
             .ok()
             .and_then(|t| crate::run::cgroup::InForce::read(&t).pids);
-        if held.is_some_and(|p| p <= u64::from(n) + crate::run::cgroup::RUN_TASKS) {
+        if held.is_some_and(|p| p <= u64::from(n) + RUN_TASKS) {
             return Ok(None);
         }
     }
@@ -253,7 +211,7 @@ impl Cap {
     /// The line said when the command met the cap.
     pub fn line(&self, left: u32) -> String {
         format!(
-            "apply-seccomp: the command reached the run's cap of {} tasks ({VARIABLE}; {} were \
+            "apply-seccomp: the command reached the run's cap of {} tasks ({TASKS}; {} were \
              still running at its end): its forks and new threads beyond the cap failed with \
              EAGAIN (Resource temporarily unavailable)",
             self.tasks, left
@@ -265,13 +223,21 @@ impl Cap {
         format!(
             "task cap: {} tasks ({}), {}",
             self.tasks,
-            if self.asked { VARIABLE } else { "the default" },
+            if self.asked { TASKS } else { "the default" },
             match self.means {
                 Means::Rlimit => "RLIMIT_NPROC in the run's user namespace",
                 Means::PidMax => "the run's PID namespace's pid_max",
             }
         )
     }
+}
+
+/// `SRT_DEBUG`'s line for a run's cap, or for none.
+pub fn describe(cap: Option<&Cap>) -> String {
+    cap.map_or_else(
+        || format!("task cap: none ({TASKS}=0, or none can be kept here)"),
+        Cap::describe,
+    )
 }
 
 /// `n` in decimal, in `buf`, without allocating: init writes `pid_max`.
@@ -312,21 +278,9 @@ mod tests {
     const PID_MAX: Means = Means::PidMax;
 
     #[test]
-    fn the_setting_reads_a_number_zero_or_nothing() {
-        assert_eq!(Asked::read(None).unwrap(), Asked::Default);
-        assert_eq!(Asked::read(Some(OsStr::new(""))).unwrap(), Asked::Default);
-        assert_eq!(Asked::read(Some(OsStr::new("0"))).unwrap(), Asked::Off);
-        assert_eq!(Asked::read(Some(OsStr::new("50"))).unwrap(), Asked::At(50));
-        for bad in ["-1", "lots", "1e3", " 5"] {
-            let e = Asked::read(Some(OsStr::new(bad))).unwrap_err().to_string();
-            assert!(e.contains(VARIABLE) && e.contains(bad), "{e}");
-        }
-    }
-
-    #[test]
     fn the_default_scales_with_cpus_and_leaves_half_the_callers_limit() {
         let cap = |cpus, own| {
-            resolve(Asked::Default, Ok(NPROC), cpus, own)
+            resolve(Tasks::Default, Ok(NPROC), cpus, own)
                 .unwrap()
                 .unwrap()
                 .tasks
@@ -335,7 +289,7 @@ mod tests {
         assert_eq!(cap(64, None), 64 * PER_CPU);
         assert_eq!(cap(2, Some(1000)), 500);
         assert_eq!(
-            resolve(Asked::At(900), Ok(NPROC), 2, Some(1000))
+            resolve(Tasks::At(900), Ok(NPROC), 2, Some(1000))
                 .unwrap()
                 .unwrap()
                 .tasks,
@@ -346,15 +300,15 @@ mod tests {
     #[test]
     fn an_asked_cap_where_none_can_be_kept_is_refused_and_a_default_dropped() {
         assert_eq!(
-            resolve(Asked::Default, Err("capability-free"), 2, None).unwrap(),
+            resolve(Tasks::Default, Err("capability-free"), 2, None).unwrap(),
             None
         );
-        assert_eq!(resolve(Asked::Off, Ok(NPROC), 2, None).unwrap(), None);
-        let e = resolve(Asked::At(64), Err("capability-free"), 2, None)
+        assert_eq!(resolve(Tasks::Off, Ok(NPROC), 2, None).unwrap(), None);
+        let e = resolve(Tasks::At(64), Err("capability-free"), 2, None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("capability-free") && e.contains(VARIABLE), "{e}");
-        let e = resolve(Asked::At(64), Ok(PID_MAX), 2, None)
+        assert!(e.contains("capability-free") && e.contains(TASKS), "{e}");
+        let e = resolve(Tasks::At(64), Ok(PID_MAX), 2, None)
             .unwrap_err()
             .to_string();
         assert!(e.contains("at least 299"), "{e}");
@@ -373,7 +327,7 @@ mod tests {
         // cap below it.
         assert_eq!(cap.pid_max(), PID_MAX_MIN);
         assert_eq!(
-            resolve(Asked::At(20), Ok(NPROC), 2, None).unwrap(),
+            resolve(Tasks::At(20), Ok(NPROC), 2, None).unwrap(),
             Some(cap)
         );
         let pid = Cap {

@@ -1,18 +1,18 @@
 //! `--setup --max-tasks N`, `--memory-max SIZE`, `--cpu-max CPUS`: the
-//! run's caps (src/run/tasks.rs, src/run/cgroup/mod.rs), set where both clients pass
+//! run's caps (src/cli/caps.rs; kept by src/run/tasks.rs and src/run/cgroup/), set where both clients pass
 //! them to the bubblewrap they run (env.rs); `--undo` takes them back with
 //! the rest. Each value is checked as a run would read it.
 
 use std::ffi::OsString;
 
-use crate::{run::cgroup, run::tasks};
+use crate::cli::caps::{self, CPU, MEMORY, TASKS};
 
 /// The variable an option sets, or `None` where it is not one of these.
 pub fn variable(option: &[u8]) -> Option<&'static str> {
     match option {
-        b"--max-tasks" => Some(tasks::VARIABLE),
-        b"--memory-max" => Some(cgroup::MEMORY),
-        b"--cpu-max" => Some(cgroup::CPU),
+        b"--max-tasks" => Some(TASKS),
+        b"--memory-max" => Some(MEMORY),
+        b"--cpu-max" => Some(CPU),
         _ => None,
     }
 }
@@ -29,9 +29,9 @@ pub fn setting(
         .ok_or_else(|| format!("{name} takes a value"))?;
     let v = Some(std::ffi::OsStr::new(value));
     match variable {
-        tasks::VARIABLE => tasks::Asked::read(v).map(drop).map_err(|e| e.to_string()),
-        cgroup::MEMORY => cgroup::Asked::read(v, None, None).map(drop),
-        _ => cgroup::Asked::read(None, v, None).map(drop),
+        TASKS => caps::Tasks::read(v).map(drop).map_err(|e| e.to_string()),
+        MEMORY => caps::Limits::read(v, None, None).map(drop),
+        _ => caps::Limits::read(None, v, None).map(drop),
     }
     .map_err(|e| {
         format!(
@@ -50,12 +50,12 @@ mod tests {
     fn each_value_is_read_as_a_run_reads_it() {
         let v = |s: &str| OsString::from(s);
         assert_eq!(
-            setting(b"--memory-max", cgroup::MEMORY, Some(&v("4G"))).unwrap(),
-            (cgroup::MEMORY, "4G".to_string())
+            setting(b"--memory-max", MEMORY, Some(&v("4G"))).unwrap(),
+            (MEMORY, "4G".to_string())
         );
-        assert!(setting(b"--max-tasks", tasks::VARIABLE, Some(&v("0"))).is_ok());
-        assert!(setting(b"--cpu-max", cgroup::CPU, Some(&v("0"))).is_err());
-        assert!(setting(b"--memory-max", cgroup::MEMORY, None).is_err());
+        assert!(setting(b"--max-tasks", TASKS, Some(&v("0"))).is_ok());
+        assert!(setting(b"--cpu-max", CPU, Some(&v("0"))).is_err());
+        assert!(setting(b"--memory-max", MEMORY, None).is_err());
         assert_eq!(variable(b"--gpu"), None);
     }
 
@@ -77,13 +77,7 @@ mod tests {
         assert!(parse(&words(&["--bin-dir"])).is_err());
         assert!(parse(&words(&["setup"])).is_err());
         let caps = parse(&words(&["--max-tasks", "512", "--memory-max", "8G"])).unwrap();
-        assert_eq!(
-            caps.limits,
-            [
-                (tasks::VARIABLE, "512".into()),
-                (cgroup::MEMORY, "8G".into())
-            ]
-        );
+        assert_eq!(caps.limits, [(TASKS, "512".into()), (MEMORY, "8G".into())]);
         assert!(parse(&words(&["--max-tasks", "x"])).is_err());
     }
 }

@@ -20,8 +20,9 @@ use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+use crate::cli::caps::{self, Limits, PERIOD};
 use crate::error::strerror;
-use crate::run::cgroup::{self, Asked, PERIOD};
+use crate::run::cgroup;
 use crate::sys;
 
 /// What the remover needs: made before it starts, then only read.
@@ -36,7 +37,7 @@ struct Plan {
 /// Makes the run's cgroup for `asked`, moves this process in and leaves
 /// its removal to a remover: a note for `SRT_DEBUG`, or why it could
 /// not be (nothing is then left of it, and the run must not start).
-pub fn apply(asked: &Asked) -> Result<String, String> {
+pub fn apply(asked: &Limits) -> Result<String, String> {
     let tree = cgroup::Tree::read()?;
     let (parent, enable) = cgroup::delegated(&tree, asked)?;
     for c in &enable {
@@ -83,7 +84,7 @@ pub fn apply(asked: &Asked) -> Result<String, String> {
     }
 }
 
-fn set_limits(folder: &Path, asked: &Asked) -> Result<(), String> {
+fn set_limits(folder: &Path, asked: &Limits) -> Result<(), String> {
     let write = |file: &str, value: String| {
         std::fs::write(folder.join(file), &value).map_err(|e| {
             format!(
@@ -156,13 +157,12 @@ fn start_remover(dir: File, name: &CString, folder: &Path) -> Result<(), String>
 
 /// The cgroup caps the client's environment asks for: none, a request,
 /// or why a value is wrong.
-pub fn asked_in_env() -> Result<Option<Asked>, String> {
+pub fn asked_in_env() -> Result<Option<Limits>, String> {
     let tasks =
-        crate::run::tasks::Asked::read(std::env::var_os(crate::run::tasks::VARIABLE).as_deref())
-            .map_err(|e| e.to_string())?;
-    Asked::read(
-        std::env::var_os(cgroup::MEMORY).as_deref(),
-        std::env::var_os(cgroup::CPU).as_deref(),
+        caps::Tasks::read(std::env::var_os(caps::TASKS).as_deref()).map_err(|e| e.to_string())?;
+    Limits::read(
+        std::env::var_os(caps::MEMORY).as_deref(),
+        std::env::var_os(caps::CPU).as_deref(),
         tasks.asked_number(),
     )
 }

@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::{Asked, PERIOD};
+use crate::cli::caps::{Limits, PERIOD};
 use crate::run::capfree::unescape;
 
 /// The cgroup v2 tree of this process: where it is mounted, and this
@@ -75,7 +75,7 @@ pub fn read(folder: &Path, file: &str) -> Option<String> {
 /// takes `+memory` in `cgroup.subtree_control`). Moving this process
 /// there takes write access to that cgroup's `cgroup.procs` (the common
 /// ancestor of both). Err: why none is.
-pub fn delegated(tree: &Tree, asked: &Asked) -> Result<(PathBuf, Vec<&'static str>), String> {
+pub fn delegated(tree: &Tree, asked: &Limits) -> Result<(PathBuf, Vec<&'static str>), String> {
     let uid = nix::unistd::geteuid().as_raw();
     let needed = asked.controllers();
     let mut why = Vec::new();
@@ -180,7 +180,7 @@ impl InForce {
 
     /// Whether every limit of `asked` is in force, at its value or lower:
     /// what is not, in words.
-    pub fn holds(&self, asked: &Asked) -> Result<(), String> {
+    pub fn holds(&self, asked: &Limits) -> Result<(), String> {
         let short = |a: Option<u64>, f: Option<u64>| a.is_some_and(|a| f.is_none_or(|f| f > a));
         let mut missing = Vec::new();
         let found = |v: Option<u64>, unit: &str| v.map_or("none".into(), |v| format!("{v}{unit}"));
@@ -233,7 +233,7 @@ impl Events {
     }
 
     /// The lines for what happened since `before`.
-    pub fn lines(&self, before: &Events, asked: &Asked) -> Vec<String> {
+    pub fn lines(&self, before: &Events, asked: &Limits) -> Vec<String> {
         let mut out = Vec::new();
         let kills = self.oom_kills.saturating_sub(before.oom_kills);
         if kills > 0 {
@@ -258,7 +258,7 @@ impl Events {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::cgroup::Asked;
+    use crate::cli::caps::Limits;
 
     #[test]
     fn the_tree_is_read_from_the_kernels_files() {
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn a_limit_in_force_above_holds_a_request() {
-        let asked = Asked {
+        let asked = Limits {
             memory: Some(256 << 20),
             cpu: None,
             pids: None,

@@ -52,7 +52,7 @@
 //! all between the caller's start of the helper and its end
 //! (docs/performance.md). The price is discipline: init and the worker
 //! run while the stub runs on, so they read only `'static` data prepared before
-//! init starts (the command line is leaked by main.rs, the filters are
+//! init starts (the command line is leaked by run/mod.rs, the filters are
 //! embedded, the rest is copied into init's closure), write nothing but
 //! their own stacks, never allocate, and make system calls only through
 //! `sys`'s raw wrappers, which leave libc's errno alone:
@@ -75,14 +75,16 @@
 //! word the kernel clears then (sys::clear_on_exit), the capability-free
 //! worker by `getppid`.
 //!
-//! This file builds the tree and waits for it (`run`, its steps named:
-//! start.rs the start, listener.rs the listener and what its users say
-//! after, end.rs the ends); serve.rs is the stub's side while the command
-//! runs (reap.rs the signals and reaping, control.rs init's reports) (signals, reports, observation, the
-//! mount guard, job control); init.rs is init. The types the worker shares
-//! with them are in plan.rs.
+//! This file builds the tree and waits for it: `run` is the list of its
+//! steps (start.rs the start: signals, control channel, mount guard,
+//! terminal, the child; `stub_ready` the guard's check, the gate and the
+//! stub's filter; listener.rs the listener and what its users say after;
+//! end.rs the ends). serve.rs is the stub's side while the command runs
+//! (signals, reports, observation, the mount guard, job control), reap.rs
+//! the signals and reaping, control.rs init's reports; init.rs is init.
+//! The types the worker shares with them are in plan.rs.
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, Signal};
@@ -91,8 +93,7 @@ use nix::unistd::Pid;
 use crate::error::{EXIT_SETUP, Error, Step};
 use crate::run::guard::{Guard, Lost, Pid1};
 use crate::run::observe::Observer;
-use crate::run::plan::{Channel, Kind, Listener, Plan, Report, Stub, Way};
-use crate::run::terminal::Terminal;
+use crate::run::plan::{Channel, Kind, Listener, Plan, Report, Way};
 use crate::sys;
 
 mod control;
@@ -107,7 +108,6 @@ mod start;
 use control::Job;
 use control::read_reports;
 use end::{end_child, end_leftovers, refused_before_start};
-use init::InitArgs;
 use listener::{Listening, listening};
 use reap::supervise;
 
@@ -192,63 +192,17 @@ pub fn run(
     prctl::set_dumpable(false).map_err(|e| Error::setup(Step::Dumpable, e))?;
 
     let (mut guard, mut guard_note) = start::open_guard(&plan, pid1);
-    // The caller's terminal: the command's group gets its foreground if
-    // the stub's group has it, and its stops are passed up (terminal.rs).
-    let terminal = Terminal::open();
-    let plan = Plan {
-        tty: terminal.as_ref().and_then(Terminal::to_hand_over),
-        job_control: terminal.is_some(),
-        ..plan
-    };
-
-    // What init (or the capability-free worker) gets: copies and
-    // descriptor numbers, nothing borrowed.
-    let inner = InitArgs {
-        plan,
-        set,
-        original,
-        chan: Channel::new(theirs.as_raw_fd()),
-        listener: handover,
-        stub: Stub::Unknown,
-        // init's (namespace way) and the stub's (the guard's check).
-        keys: u32::from(matches!(plan.way, Way::Namespaces { .. })) + u32::from(guard.is_some()),
-        cpus: None,
-    };
+    let (terminal, plan) = start::terminal(plan);
+    let inner = start::init_args(plan, (set, original), &theirs, handover, guard.is_some());
     let child = start::start_child(inner, had)?;
     // The same descriptor as init's and the worker's: kept open.
     std::mem::forget(theirs);
     let child = Pid::from_raw(child);
-    // The watches and the check while init mounts (on the capability-free
-    // way, while the worker makes its filters); then the stub's key. A
-    // loss ends init, and the waiting worker with it (or the worker),
-    // unrun. A loss after the check is the poll's (serve.rs), on
-    // bubblewrap's mount table, which init's own mounts leave alone.
-    if let Some(g) = guard.as_mut() {
-        if let Err(lost) = g.start().and_then(|()| g.check()) {
-            end_child(child);
-            return Ok(refused_before_start(lost, observer, observe_errors, &ours));
-        }
-        if let Err(e) = GATE.turn() {
-            end_child(child);
-            return Err(Error::setup(Step::Gate, e));
-        }
-        // The worker, often on this CPU, waits for this key: it goes on
-        // now rather than after the stub's filter install (paired A/B
-        // under bubblewrap, 1500-2000 rounds, three runs, with init
-        // waiting for a byte in its place: 0.988, 0.994, 0.996 of the
-        // build without).
-        std::thread::yield_now();
+    if let Err(lost) = stub_ready(guard.as_mut(), &plan, child)? {
+        return Ok(refused_before_start(lost, observer, observe_errors, &ours));
     }
     if let Some(g) = guard.as_ref().filter(|_| debug) {
         guard_note = g.summary();
-    }
-    // The stub needs none of what the filters refuse; filtered, it is no
-    // way around them even if the command got hold of it. Here, not before
-    // init starts: init would inherit them, and the worker installs its
-    // own while this runs.
-    if let Err(e) = filter_stub(&plan) {
-        end_child(child);
-        return Err(e);
     }
     let guard = guard.filter(Guard::watching);
     let notify = wanted.then_some(serve::Notify {
@@ -314,6 +268,46 @@ pub fn run(
         unix_note,
         refusal_line,
     })
+}
+
+/// The stub's part before the command: the mount guard's watches and
+/// check while init mounts (on the capability-free way, while the worker
+/// makes its filters), then its key of the gate; then its own filter. A
+/// loss (`Ok(Err(lost))`) or a failure ends the child, and the worker
+/// waiting at the gate with it, unrun. A loss after the check is the
+/// poll's (serve.rs), on bubblewrap's mount table, which init's own
+/// mounts leave alone.
+fn stub_ready(
+    guard: Option<&mut Guard>,
+    plan: &Plan,
+    child: Pid,
+) -> Result<Result<(), Lost>, Error> {
+    let ready = guard.map_or(Ok(Ok(())), turn_key).and_then(|checked| {
+        // The stub needs none of what the filters refuse; filtered, it is
+        // no way around them even if the command got hold of it. Here, not
+        // before init starts: init would inherit them, and the worker
+        // installs its own while this runs.
+        checked.is_ok().then(|| filter_stub(plan)).transpose()?;
+        Ok(checked)
+    });
+    if !matches!(ready, Ok(Ok(()))) {
+        end_child(child);
+    }
+    ready
+}
+
+/// The mount guard's check, then the stub's key of the worker's gate.
+fn turn_key(g: &mut Guard) -> Result<Result<(), Lost>, Error> {
+    if let Err(lost) = g.start().and_then(|()| g.check()) {
+        return Ok(Err(lost));
+    }
+    GATE.turn().map_err(|e| Error::setup(Step::Gate, e))?;
+    // The worker, often on this CPU, waits for this key: it goes on now
+    // rather than after the stub's filter install (paired A/B under
+    // bubblewrap, 1500-2000 rounds, three runs, with init waiting for a
+    // byte in its place: 0.988, 0.994, 0.996 of the build without).
+    std::thread::yield_now();
+    Ok(Ok(()))
 }
 
 /// The stub's filter: the unix and namespaces rules in one program

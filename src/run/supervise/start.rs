@@ -14,7 +14,8 @@ use super::init::{InitArgs, inner_init};
 use super::{GATE, INIT_STACK, WORKER_STACK};
 use crate::error::{Error, Step};
 use crate::run::guard::{Guard, Pid1};
-use crate::run::plan::{Plan, Stub, Way};
+use crate::run::plan::{Channel, Listener, Plan, Stub, Way};
+use crate::run::terminal::Terminal;
 use crate::run::worker;
 use crate::sys;
 
@@ -71,6 +72,41 @@ pub(super) fn open_guard(plan: &Plan, pid1: Pid1) -> (Option<Guard>, String) {
         }
     }
     (guard, note)
+}
+
+/// The caller's terminal: the command's group gets its foreground if the
+/// stub's group has it, and its stops are passed up (terminal.rs).
+pub(super) fn terminal(plan: Plan) -> (Option<Terminal>, Plan) {
+    let terminal = Terminal::open();
+    let plan = Plan {
+        tty: terminal.as_ref().and_then(Terminal::to_hand_over),
+        job_control: terminal.is_some(),
+        ..plan
+    };
+    (terminal, plan)
+}
+
+/// What init (or the capability-free worker) gets: copies and descriptor
+/// numbers, nothing borrowed. `chan`: the control channel's end it
+/// writes; `guarded`: the stub checks the mount guard before the start.
+pub(super) fn init_args(
+    plan: Plan,
+    (set, original): (SigSet, SigSet),
+    chan: &OwnedFd,
+    listener: Listener,
+    guarded: bool,
+) -> InitArgs {
+    InitArgs {
+        plan,
+        set,
+        original,
+        chan: Channel::new(chan.as_raw_fd()),
+        listener,
+        stub: Stub::Unknown,
+        // init's (namespace way) and the stub's (the guard's check).
+        keys: u32::from(matches!(plan.way, Way::Namespaces { .. })) + u32::from(guarded),
+        cpus: None,
+    }
 }
 
 /// Starts the stub's child: init on the namespace way (on this CPU, then
