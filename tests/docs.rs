@@ -189,7 +189,8 @@ fn man_page_names_every_option_and_variable() {
         "src/cli/mod.rs",
         "src/cli/command.rs",
         "src/doctor/mod.rs",
-        "src/setup/mod.rs",
+        "src/setup/options.rs",
+        "src/setup/limits.rs",
         "src/race/mod.rs",
     ] {
         for o in literals(&read(file), |s| {
@@ -530,6 +531,35 @@ fn real_cargo_home() -> PathBuf {
 /// The quick start's `run` lines, then the clients' sections' lines, in a
 /// fresh home folder under `dir`, for the copy `copy`; with `outside`, a
 /// cargo home outside that folder (`CARGO_HOME`).
+fn rustup_home() -> PathBuf {
+    std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .unwrap_or(PathBuf::from(std::env::var_os("HOME").unwrap()).join(".rustup"))
+}
+
+/// A line of the docs run by `bash -c` in `at`, with only `env` (and
+/// the quick start's build folder: built once per machine, outside the
+/// copy, which is fresh while its build need not be); its output, or the
+/// test fails saying so.
+fn shell(line: &str, at: &Path, env: &[(&str, std::ffi::OsString)]) -> String {
+    let out = Command::new("bash")
+        .args(["-c", line])
+        .current_dir(at)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("CARGO_TARGET_DIR", common::target_dir().join("quick-start"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        out.status.success(),
+        "`{line}` failed ({}; {env:?}):\n{text}",
+        out.status
+    );
+    text
+}
+
 fn quick_start_in(dir: &Path, copy: &Path, lines: &Lines, outside: bool) {
     let Lines {
         run,
@@ -564,9 +594,7 @@ fn quick_start_in(dir: &Path, copy: &Path, lines: &Lines, outside: bool) {
             std::os::unix::fs::symlink(e.path(), cargo_home.join("bin").join(&name)).unwrap();
         }
     }
-    let rustup_home = std::env::var_os("RUSTUP_HOME")
-        .map(PathBuf::from)
-        .unwrap_or(PathBuf::from(std::env::var_os("HOME").unwrap()).join(".rustup"));
+    let rustup_home = rustup_home();
     let path = format!(
         "{}:{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         home.join(".local/lib/apply-seccomp").display(),
@@ -577,29 +605,15 @@ fn quick_start_in(dir: &Path, copy: &Path, lines: &Lines, outside: bool) {
         if let Some(x) = extra_path {
             p = format!("{p}:{}", x.display());
         }
-        let mut cmd = Command::new("bash");
-        cmd.args(["-c", line])
-            .current_dir(copy)
-            .env_clear()
-            .env("HOME", &home)
-            .env("PATH", p)
-            .env("RUSTUP_HOME", &rustup_home)
-            // Built once per machine, outside the copy: the copy is fresh,
-            // its build need not be.
-            .env("CARGO_TARGET_DIR", common::target_dir().join("quick-start"))
-            .stdin(Stdio::null());
+        let mut env = vec![
+            ("HOME", home.clone().into_os_string()),
+            ("PATH", p.into()),
+            ("RUSTUP_HOME", rustup_home.clone().into_os_string()),
+        ];
         if outside {
-            cmd.env("CARGO_HOME", &cargo_home);
+            env.push(("CARGO_HOME", cargo_home.clone().into_os_string()));
         }
-        let out = cmd.output().unwrap();
-        let text = format!("{}{}", stdout(&out), stderr(&out));
-        assert!(
-            out.status.success(),
-            "`{line}` failed ({}, cargo home {}):\n{text}",
-            out.status,
-            cargo_home.display()
-        );
-        text
+        shell(line, copy, &env)
     };
     let mut said = String::new();
     for line in run {
@@ -706,35 +720,27 @@ fn packages_as_written(dir: &Path, copy: &Path, lines: &[&String]) {
     let system = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     let machine_path = format!("{}/bin:{system}", npm_prefix.display());
     let toolchain_path = format!("{}:{system}", real_cargo_home().join("bin").display());
-    let rustup_home = std::env::var_os("RUSTUP_HOME")
-        .map(PathBuf::from)
-        .unwrap_or(PathBuf::from(std::env::var_os("HOME").unwrap()).join(".rustup"));
+    let rustup_home = rustup_home();
     let sh_with = |line: &str, at: &Path, toolchain: bool| {
-        let mut cmd = Command::new("bash");
-        cmd.args(["-c", line]).current_dir(at).env_clear();
+        let mut env = vec![
+            ("HOME", home.clone().into_os_string()),
+            ("npm_config_prefix", npm_prefix.clone().into_os_string()),
+            (
+                "npm_config_cache",
+                common::target_dir().join("npm-cache").into_os_string(),
+            ),
+            ("DEBIAN_FRONTEND", "noninteractive".into()),
+        ];
         if toolchain {
-            cmd.env("PATH", &toolchain_path)
-                .env("CARGO_HOME", real_cargo_home())
-                .env("RUSTUP_HOME", &rustup_home);
+            env.extend([
+                ("PATH", toolchain_path.clone().into()),
+                ("CARGO_HOME", real_cargo_home().into_os_string()),
+                ("RUSTUP_HOME", rustup_home.clone().into_os_string()),
+            ]);
         } else {
-            cmd.env("PATH", &machine_path);
+            env.push(("PATH", machine_path.clone().into()));
         }
-        let out = cmd
-            .env("HOME", &home)
-            .env("CARGO_TARGET_DIR", common::target_dir().join("quick-start"))
-            .env("npm_config_prefix", &npm_prefix)
-            .env("npm_config_cache", common::target_dir().join("npm-cache"))
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let text = format!("{}{}", stdout(&out), stderr(&out));
-        assert!(
-            out.status.success(),
-            "`{line}` failed ({}):\n{text}",
-            out.status
-        );
-        text
+        shell(line, at, &env)
     };
     let sh = |line: &str, at: &Path| sh_with(line, at, false);
     sh_with("./package", copy, true);

@@ -6,11 +6,21 @@
 use std::path::{Path, PathBuf};
 
 const LIMIT: usize = 430;
-/// Files allowed past the limit, and why.
-const LONGER: [(&str, &str); 1] = [(
-    "src/filter/tests/mod.rs",
-    "the THREATS decision table of both architectures, one case per row",
-)];
+/// Files allowed past the limit, and why: long because their concept is
+/// (issue 59: rather than cut where the count fell). Each is long (at
+/// least 400 lines), or it leaves the list.
+const LONGER: [(&str, &str); 2] = [
+    (
+        "src/filter/tests/mod.rs",
+        "the THREATS decision table of both architectures, one case per row",
+    ),
+    (
+        "src/sys/spawn.rs",
+        "every process and thread the helper starts goes through one raw clone with a call \
+         on a guarded stack: its ways (flags, the stack's owner, who exits how) read side by \
+         side, each unsafe block with its invariant",
+    ),
+];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
@@ -81,6 +91,10 @@ fn no_source_file_outgrows_about_400_lines() {
         let lines = text.lines().count();
         if let Some((_, why)) = LONGER.iter().find(|(f, _)| *f == rel) {
             assert!(!why.is_empty());
+            assert!(
+                lines >= 400,
+                "{rel}: {lines} lines, off the list of long files"
+            );
             continue;
         }
         assert!(lines <= LIMIT, "{rel}: {lines} lines (limit {LIMIT})");

@@ -58,26 +58,4 @@ mod tests {
         assert!(setting(b"--memory-max", MEMORY, None).is_err());
         assert_eq!(variable(b"--gpu"), None);
     }
-
-    /// Every option of `--setup` (mod.rs's parse).
-    #[test]
-    fn options() {
-        use super::super::parse;
-        use crate::os_words as words;
-        use std::path::PathBuf;
-        let both = parse(&[]).unwrap();
-        assert!(both.srt && both.claude_code && !both.managed && !both.undo);
-        let srt = parse(&words(&["--srt", "--srt-settings", "f.json"])).unwrap();
-        assert!(srt.srt && !srt.claude_code);
-        assert_eq!(srt.srt_settings, Some(PathBuf::from("f.json")));
-        assert!(parse(&words(&["--managed"])).unwrap().claude_code);
-        assert!(parse(&words(&["--undo", "--dry-run"])).unwrap().undo);
-        assert!(parse(&words(&["--undo", "--srt"])).is_err());
-        assert!(parse(&words(&["--undo", "--max-tasks", "9"])).is_err());
-        assert!(parse(&words(&["--bin-dir"])).is_err());
-        assert!(parse(&words(&["setup"])).is_err());
-        let caps = parse(&words(&["--max-tasks", "512", "--memory-max", "8G"])).unwrap();
-        assert_eq!(caps.limits, [(TASKS, "512".into()), (MEMORY, "8G".into())]);
-        assert!(parse(&words(&["--max-tasks", "x"])).is_err());
-    }
 }
