@@ -370,6 +370,17 @@ fn nothing_below_the_doors_names_one() {
         "below the doors, naming one:\n{}",
         upward.join("\n")
     );
+    // The door every command goes through stands on its own.
+    let from_run: Vec<String> = import_edges()
+        .into_iter()
+        .filter(|(a, b)| top(a) == "run" && top(b) != "run" && DOORS.contains(&top(b).as_str()))
+        .map(|(a, b)| format!("{a} -> {b}"))
+        .collect();
+    assert!(
+        from_run.is_empty(),
+        "the run naming another door:\n{}",
+        from_run.join("\n")
+    );
 }
 
 /// Only the doors' entries print (docs/architecture.md's rules); every

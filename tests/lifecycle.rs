@@ -330,14 +330,23 @@ fn the_outer_stub_is_locked_down() {
                 .filter(|p| *p != stub)
                 .collect();
             assert_eq!(holders.len(), 1, "{what}: {holders:?}");
-            let fds: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", holders[0]))
-                .unwrap()
-                .map(|e| std::fs::read_link(e.unwrap().path()).unwrap())
-                .map(|l| l.to_string_lossy().into_owned())
-                .collect();
-            let mut fds = fds;
-            fds.sort();
-            assert_eq!(fds, ["anon_inode:[pidfd]", "anon_inode:inotify"], "{what}");
+            // Its first step closes the copies of the stub's table it
+            // started with; on a loaded machine it may not have run yet.
+            let held = || {
+                let mut fds: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", holders[0]))
+                    .unwrap()
+                    .map(|e| std::fs::read_link(e.unwrap().path()).unwrap())
+                    .map(|l| l.to_string_lossy().into_owned())
+                    .collect();
+                fds.sort();
+                fds
+            };
+            let kept = ["anon_inode:[pidfd]", "anon_inode:inotify"];
+            let since = std::time::Instant::now();
+            while held() != kept && since.elapsed() < std::time::Duration::from_secs(2) {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            assert_eq!(held(), kept, "{what}");
             if user == User::Unprivileged {
                 let owner = std::fs::metadata(format!("/proc/{}/mem", holders[0]))
                     .unwrap()

@@ -37,53 +37,15 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
              APPLY_SECCOMP_BWRAP to the real bubblewrap"
         ));
     }
-    let visited: Vec<String> = std::env::var(shim::VISITED)
-        .unwrap_or_default()
-        .split(',')
-        .filter(|v| !v.is_empty())
-        .map(str::to_string)
-        .collect();
-    let real = match shim::find_real_bwrap(
-        &ours,
-        std::env::var_os("APPLY_SECCOMP_BWRAP").as_deref(),
-        std::env::var_os("PATH").as_deref(),
-        &visited,
-    ) {
-        Ok(p) => p,
+    let (real, visited) = match find_real(&ours, debug_on) {
+        Ok(found) => found,
         Err(e) => return fail(e),
     };
-    let (_, relative) = shim::search_dirs(std::env::var_os("PATH").as_deref());
-    if !relative.is_empty() {
-        debug(debug_on, || {
-            format!(
-                "bwrap shim: PATH entries not searched (relative or empty: looked up from the \
-                 working folder, where a command may plant a bwrap): {relative:?}"
-            )
-        });
-    }
     let rewrite = shim::rewrite(args, &ours, &mut shim::read_args_fd);
     let mut now_visited = visited;
     now_visited.extend(shim::identity(&real));
     sys::set_env(shim::VISITED, now_visited.join(",").as_ref());
-    if let Some(log) = std::env::var_os(shim::LOG).filter(|l| !l.is_empty()) {
-        let record = shim::log_record(
-            std::time::SystemTime::now(),
-            std::process::id(),
-            args,
-            &rewrite.args_files,
-            &rewrite.note,
-            &real,
-        );
-        if let Err(e) = shim::append(&log, &record, rewrite.writable.as_deref()) {
-            debug(debug_on, || {
-                format!(
-                    "bwrap shim: APPLY_SECCOMP_LOG={}: {}; not logged",
-                    log.to_string_lossy(),
-                    error::strerror(&e)
-                )
-            });
-        }
-    }
+    log_run(args, &rewrite, &real, debug_on);
     debug(debug_on, || {
         format!(
             "bwrap shim: real bubblewrap {}; {}{}",
@@ -96,17 +58,7 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
             }
         )
     });
-    // First, one more `--unsetenv`: the sandbox never sees the list, and
-    // the next pass counts this one. Nor does it see the log's name, which
-    // would tell a sandboxed command where the next record goes.
-    let mut head: Vec<OsString> = vec![
-        real.clone().into_os_string(),
-        "--unsetenv".into(),
-        shim::VISITED.into(),
-    ];
-    if !shim::unsets(args, shim::LOG) {
-        head.extend(["--unsetenv".into(), shim::LOG.into()]);
-    }
+    let head = head(&real, args);
     let line = |args: &[OsString]| -> Vec<OsString> {
         head.iter().cloned().chain(args.iter().cloned()).collect()
     };
@@ -131,9 +83,6 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
             eprintln!("apply-seccomp: bwrap shim: {}", e.why);
         }
     }
-    // What leads to this shim and to what it runs, kept out of the
-    // command's reach (protect.rs); the keeper's folder hidden where the
-    // line makes it writable.
     // The GPUs, where the client's environment asks (devices.rs): read
     // here only, never from the line (whose --setenv is the sandbox's).
     let gpus = match shim::devices::asked(std::env::var_os(shim::devices::VARIABLE).as_deref()) {
@@ -148,30 +97,31 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
     // A line that runs no command (`--version`) gets no cgroup (below).
     let runs_command = command_at < plain_args.len();
     let route = route(argv0, &ours, &real, &plain_args[command_at..]);
+    let hidden = keeper.as_ref().ok().map(PathBuf::as_path);
     for (what, words) in [
         ("", inlined_args.as_mut()),
         (" (line as given)", Some(&mut plain_args)),
     ] {
-        let Some(words) = words else { continue };
-        if let Some(nodes) = &gpus {
-            let mut note = shim::devices::pass(words, nodes).unwrap_or_else(|e| e);
-            for l in shim::devices::linked(Path::new("/dev")) {
-                note += &format!("; {l}");
-            }
-            debug(debug_on, || {
-                format!(
-                    "bwrap shim: devices ({}): {note}{what}",
-                    shim::devices::VARIABLE
-                )
-            });
+        if let Some(words) = words {
+            protect(words, gpus.as_deref(), (&route, hidden), what, debug_on);
         }
-        let hidden = keeper.as_ref().ok().map(PathBuf::as_path);
-        let note = shim::protect::protect(words, &route, hidden).map_or_else(|e| e, |p| p.note());
-        debug(debug_on, || format!("bwrap shim: {note}{what}"));
     }
     let mut inlined = inlined_args.map(|a| line(&a));
     let mut plain = line(&plain_args);
-    let reopen = || {
+    // The placeholders the line asks for, made and held for the run by a
+    // process of their own (keep/). Read from the line that runs: the
+    // inlined one, or the plain one when there are no `--args` (a line
+    // too long for exec, its mounts in an `--args` file, still has them
+    // made and held, though not its self-binds turned to the empty form).
+    keep_placeholders(inlined.as_mut().unwrap_or(&mut plain), keeper, debug_on);
+    if let Err(e) = cgroup(runs_command, debug_on) {
+        return fail(e);
+    }
+    if let Some(inlined) = &inlined {
+        let err = exec_bwrap(inlined);
+        if err.raw_os_error() != Some(libc::E2BIG) {
+            return exec_failed(&real, err);
+        }
         debug(debug_on, || {
             "bwrap shim: the --args words do not fit on bubblewrap's line (E2BIG): --args \
              kept, and the mount guard will be off"
@@ -180,14 +130,114 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
         for &fd in &fds {
             let _ = sys::set_cloexec(fd, false);
         }
+    }
+    let err = exec_bwrap(&plain);
+    exec_failed(&real, err)
+}
+
+/// The real bubblewrap, never this shim nor one already run in this chain
+/// (find.rs), and that list; the `PATH` entries left out said.
+fn find_real(ours: &Path, debug_on: bool) -> Result<(PathBuf, Vec<String>), String> {
+    let visited: Vec<String> = std::env::var(shim::VISITED)
+        .unwrap_or_default()
+        .split(',')
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .collect();
+    let real = shim::find_real_bwrap(
+        ours,
+        std::env::var_os("APPLY_SECCOMP_BWRAP").as_deref(),
+        std::env::var_os("PATH").as_deref(),
+        &visited,
+    )?;
+    let (_, relative) = shim::search_dirs(std::env::var_os("PATH").as_deref());
+    if !relative.is_empty() {
+        debug(debug_on, || {
+            format!(
+                "bwrap shim: PATH entries not searched (relative or empty: looked up from the \
+                 working folder, where a command may plant a bwrap): {relative:?}"
+            )
+        });
+    }
+    Ok((real, visited))
+}
+
+/// The run's record where `APPLY_SECCOMP_LOG` names a log (log.rs).
+fn log_run(args: &[OsString], rewrite: &shim::Rewrite, real: &Path, debug_on: bool) {
+    let Some(log) = std::env::var_os(shim::LOG).filter(|l| !l.is_empty()) else {
+        return;
     };
-    // The placeholders the line asks for, made and held for the run by a
-    // process of their own (keep/). Read from the line that runs: the
-    // inlined one, or the plain one when there are no `--args` (a line
-    // too long for exec, its mounts in an `--args` file, still has them
-    // made and held, though not its self-binds turned to the empty form).
-    let first = inlined.as_mut().unwrap_or(&mut plain);
-    match keeper.and_then(|folder| shim::keep::Keeper::keep(&mut first[1..], &folder)) {
+    let record = shim::log_record(
+        std::time::SystemTime::now(),
+        std::process::id(),
+        args,
+        &rewrite.args_files,
+        &rewrite.note,
+        real,
+    );
+    if let Err(e) = shim::append(&log, &record, rewrite.writable.as_deref()) {
+        debug(debug_on, || {
+            format!(
+                "bwrap shim: APPLY_SECCOMP_LOG={}: {}; not logged",
+                log.to_string_lossy(),
+                error::strerror(&e)
+            )
+        });
+    }
+}
+
+/// bubblewrap and the words before the client's: one more `--unsetenv`,
+/// so the sandbox never sees the list and the next pass counts this one;
+/// nor the log's name, which would tell a sandboxed command where the
+/// next record goes.
+fn head(real: &Path, args: &[OsString]) -> Vec<OsString> {
+    let mut head: Vec<OsString> = vec![
+        real.to_path_buf().into_os_string(),
+        "--unsetenv".into(),
+        shim::VISITED.into(),
+    ];
+    if !shim::unsets(args, shim::LOG) {
+        head.extend(["--unsetenv".into(), shim::LOG.into()]);
+    }
+    head
+}
+
+/// One line made ready (`what`: which, for `SRT_DEBUG`): the GPUs'
+/// device nodes passed where asked (devices.rs); what leads to this shim
+/// and to what it runs (`route`) kept out of the command's reach
+/// (protect/), and the keeper's folder (`hidden`) hidden where the line
+/// makes it writable.
+fn protect(
+    words: &mut Vec<OsString>,
+    gpus: Option<&[PathBuf]>,
+    (route, hidden): (&[PathBuf], Option<&Path>),
+    what: &str,
+    debug_on: bool,
+) {
+    if let Some(nodes) = gpus {
+        let mut note = shim::devices::pass(words, nodes).unwrap_or_else(|e| e);
+        for l in shim::devices::linked(Path::new("/dev")) {
+            note += &format!("; {l}");
+        }
+        debug(debug_on, || {
+            format!(
+                "bwrap shim: devices ({}): {note}{what}",
+                shim::devices::VARIABLE
+            )
+        });
+    }
+    let note = shim::protect::protect(words, route, hidden).map_or_else(|e| e, |p| p.note());
+    debug(debug_on, || format!("bwrap shim: {note}{what}"));
+}
+
+/// The placeholders `line` asks for, made and handed to their holder
+/// (keep/); a run without them said for `SRT_DEBUG`.
+fn keep_placeholders(
+    line: &mut [OsString],
+    keeper: Result<PathBuf, shim::keep::NotKept>,
+    debug_on: bool,
+) {
+    match keeper.and_then(|folder: PathBuf| shim::keep::Keeper::keep(&mut line[1..], &folder)) {
         Ok(keeper) => {
             debug(debug_on, || format!("bwrap shim: {}", keeper.note));
             if let Err(why) = keeper.detach() {
@@ -198,33 +248,27 @@ pub fn run(argv0: &OsStr, args: &[OsString], debug_on: bool) -> i32 {
         }
         Err(e) => debug(debug_on, || format!("bwrap shim: {}", e.why)),
     }
-    // The run's cgroup where memory or CPU caps are asked (limits.rs),
-    // after the holder started (which must not be in it: the cgroup's
-    // end kills what it holds): made and entered, or the run refused,
-    // never run unlimited.
-    match shim::limits::asked_in_env().map(|a| a.filter(|_| runs_command)) {
-        Ok(None) => {}
-        Ok(Some(asked)) => match shim::limits::apply(&asked) {
-            Ok(note) => debug(debug_on, || format!("bwrap shim: {note}")),
-            Err(why) => {
-                return fail(format!(
-                    "{}: asked, but no cgroup can hold it here ({why}); {}",
-                    asked.describe(),
-                    crate::run::cgroup::HOW
-                ));
-            }
-        },
-        Err(e) => return fail(e),
-    }
-    if let Some(inlined) = &inlined {
-        let err = exec_bwrap(inlined);
-        if err.raw_os_error() != Some(libc::E2BIG) {
-            return exec_failed(&real, err);
+}
+
+/// The run's cgroup where memory or CPU caps are asked (limits.rs),
+/// after the holder started (which must not be in it: the cgroup's end
+/// kills what it holds): made and entered, or the run refused (the
+/// message), never run unlimited. A line that runs no command gets none.
+fn cgroup(runs_command: bool, debug_on: bool) -> Result<(), String> {
+    let Some(asked) = shim::limits::asked_in_env()?.filter(|_| runs_command) else {
+        return Ok(());
+    };
+    match shim::limits::apply(&asked) {
+        Ok(note) => {
+            debug(debug_on, || format!("bwrap shim: {note}"));
+            Ok(())
         }
-        reopen();
+        Err(why) => Err(format!(
+            "{}: asked, but no cgroup can hold it here ({why}); {}",
+            asked.describe(),
+            crate::run::cgroup::HOW
+        )),
     }
-    let err = exec_bwrap(&plain);
-    exec_failed(&real, err)
 }
 
 /// The names that lead to what runs for a client's next command: the path

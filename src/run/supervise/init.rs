@@ -82,6 +82,27 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
         Ok(pid) => pid,
         Err(e) => chan.fail(Step::ForkWorker, e),
     };
+    mount(&plan, chan, limit_userns);
+    // init's key; the stub turns its own once the mount guard's check
+    // held (supervise/mod.rs).
+    if let Err(e) = GATE.turn() {
+        chan.fail(Step::Gate, e);
+    }
+    // With job control, the command's stops go to the stub, which stops
+    // the caller's job in turn (terminal.rs).
+    match supervise(Pid::from_raw(worker), &set, plan.job_control, &mut |sig| {
+        chan.report(Kind::Stopped, Step::Wait, Errno::from_raw(sig))
+    }) {
+        Ok(status) => ended(status, &plan, chan),
+        Err(e) => chan.fail(Step::Wait, e),
+    }
+}
+
+/// init's steps in its namespaces while the worker makes its filters: `/`
+/// private, a fresh `/proc` (or the caller's, read-only), the user
+/// namespace limit, the task cap's `pid_max`, `/proc/sys` read-only.
+/// A failure ends init (`chan.fail`), and the waiting worker with it.
+fn mount(plan: &Plan, chan: Channel, limit_userns: bool) {
     // Non-dumpable already: the flag belongs to the memory map, which is
     // the stub's, cleared before init started.
     if let Err(e) = sys::raw_mount(
@@ -144,40 +165,31 @@ pub(super) fn inner_init(args: InitArgs, limit_userns: bool) -> ! {
     if let Err(e) = read_only_bind(c"/proc/sys", false) {
         chan.fail(Step::ProcSysReadOnly, e);
     }
-    // init's key; the stub turns its own once the mount guard's check
-    // held (supervise/mod.rs).
-    if let Err(e) = GATE.turn() {
-        chan.fail(Step::Gate, e);
-    }
-    // With job control, the command's stops go to the stub, which stops
-    // the caller's job in turn (terminal.rs).
-    match supervise(Pid::from_raw(worker), &set, plan.job_control, &mut |sig| {
-        chan.report(Kind::Stopped, Step::Wait, Errno::from_raw(sig))
-    }) {
-        // What the command left is ended and reaped first, as the end
-        // of the namespace would: once the stub has the status, none of
-        // the command's processes runs. Then init waits for the stub's
-        // exit (PDEATHSIG), and its own end releases the run.
-        // With a task cap, what is left is counted first (the end of the
-        // namespace would end it a moment later): a command that met the
-        // cap left about as many processes, and the stub says so.
-        Ok(status) => {
-            if plan.init_outlives_stub || plan.tasks.is_some() {
-                let left = sys::end_all_others();
-                if plan.tasks.is_some_and(|cap| cap.reached(left)) {
-                    chan.task_cap(left);
-                }
-            }
-            // The stub waits for the report, or for init's end: where the
-            // report could not be sent (a failed write), init ends now
-            // with the status, or the two would wait for each other.
-            if plan.init_outlives_stub && chan.exited(status) {
-                sys::wait_to_be_killed()
-            }
-            sys::exit_now(status)
+}
+
+/// The command has exited with `status`. Where init outlives the stub,
+/// what the command left is ended and reaped first, as the end of the
+/// namespace would, so that once the stub has the status none of the
+/// command's processes runs; with a task cap, what is left is counted
+/// the same way (the end of the namespace would end it a moment later):
+/// a command that met the cap left about as many processes, and the stub
+/// says so. Where init outlives the stub it then waits for the stub's
+/// exit (PDEATHSIG), and its own end releases the run; else it exits
+/// with the status, and the namespace's end takes the rest.
+fn ended(status: i32, plan: &Plan, chan: Channel) -> ! {
+    if plan.init_outlives_stub || plan.tasks.is_some() {
+        let left = sys::end_all_others();
+        if plan.tasks.is_some_and(|cap| cap.reached(left)) {
+            chan.task_cap(left);
         }
-        Err(e) => chan.fail(Step::Wait, e),
     }
+    // The stub waits for the report, or for init's end: where the
+    // report could not be sent (a failed write), init ends now
+    // with the status, or the two would wait for each other.
+    if plan.init_outlives_stub && chan.exited(status) {
+        sys::wait_to_be_killed()
+    }
+    sys::exit_now(status)
 }
 
 /// `path` (in `/proc`) bound onto itself read-only, with the flags a
