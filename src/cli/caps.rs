@@ -36,7 +36,7 @@ pub struct Limits {
 
 impl Limits {
     /// From the variables' values; `None` where neither memory nor CPU
-    /// is asked (a task cap alone is the namespace's, tasks.rs).
+    /// is asked (a task cap alone is the namespace's, run/tasks.rs).
     /// `tasks`: the task cap asked for (`APPLY_SECCOMP_MAX_TASKS=N`).
     pub fn read(
         memory: Option<&OsStr>,

@@ -39,9 +39,10 @@ pub struct RunConfig {
     pub allow_unix: Vec<PathBuf>,
     /// Refused calls counted and said (not `APPLY_SECCOMP_REFUSALS=off`).
     pub report: bool,
-    /// The run's task cap asked for (`APPLY_SECCOMP_MAX_TASKS`, tasks.rs).
+    /// The run's task cap asked for (`APPLY_SECCOMP_MAX_TASKS`, caps.rs;
+    /// kept by run/tasks.rs).
     pub max_tasks: caps::Tasks,
-    /// Memory and CPU caps asked for, a cgroup's to hold (cgroup.rs).
+    /// Memory and CPU caps asked for, a cgroup's to hold (caps.rs; run/cgroup/).
     pub limits: Option<caps::Limits>,
 }
 

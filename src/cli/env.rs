@@ -15,9 +15,9 @@ pub struct Env {
     pub allow_unix: Option<OsString>,
     /// `APPLY_SECCOMP_REFUSALS` (cli/unix.rs).
     pub refusals: Option<OsString>,
-    /// `APPLY_SECCOMP_MAX_TASKS` (tasks.rs).
+    /// `APPLY_SECCOMP_MAX_TASKS` (caps.rs).
     pub max_tasks: Option<OsString>,
-    /// `APPLY_SECCOMP_MEMORY_MAX` and `APPLY_SECCOMP_CPU_MAX` (cgroup.rs).
+    /// `APPLY_SECCOMP_MEMORY_MAX` and `APPLY_SECCOMP_CPU_MAX` (caps.rs).
     pub memory_max: Option<OsString>,
     pub cpu_max: Option<OsString>,
 }

@@ -15,7 +15,7 @@ use crate::sys::{self, ExecArgs};
 
 /// What the inner processes need, prepared before init starts. init
 /// runs in the stub's memory while the stub goes on (sys::spawn_shared),
-/// so all of it is `'static`: the command line is leaked by main.rs, the
+/// so all of it is `'static`: the command line is leaked by run/mod.rs, the
 /// filters are embedded.
 #[derive(Clone, Copy)]
 pub struct Plan {

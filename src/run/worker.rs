@@ -22,7 +22,7 @@
 //! (through execvp's PATH search), and on failure a write of one report
 //! and `_exit`. On the capability-free way, `Channel::arm_parent_death` came
 //! first (prctl, getppid). The environment was scrubbed before the
-//! first child started (main.rs); inherited file descriptors are left
+//! first child started (run/mod.rs); inherited file descriptors are left
 //! alone.
 
 use nix::sys::signal::SigSet;

@@ -1,5 +1,5 @@
 //! What the guard found: a protection that no longer holds, or renames
-//! that cannot be watched; the message main.rs prints and the line for the
+//! that cannot be watched; the message run/mod.rs prints and the line for the
 //! observation socket.
 
 use std::ffi::OsString;
@@ -65,7 +65,7 @@ impl Lost {
         }
     }
 
-    /// The helper's message (main.rs prints it).
+    /// The helper's message (run/mod.rs prints it).
     pub fn message(&self) -> String {
         if let Some(why) = &self.unwatchable {
             return format!(

@@ -1,6 +1,6 @@
 //! Whether PID 1 of this PID namespace is bubblewrap, and its command
 //! line: what the mount guard watches comes from it (guard/mod.rs), and
-//! whether init outlives the stub (main.rs). Asked by the stub, before the
+//! whether init outlives the stub (run/mod.rs). Asked by the stub, before the
 //! namespaces.
 
 use std::ffi::OsString;
@@ -31,7 +31,7 @@ pub(super) fn cmdline(proc_dir: BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> 
 /// Whether PID 1 of this PID namespace is bubblewrap: its name (the
 /// kernel's `comm`, the file name it was executed by) is `bwrap`. Asked
 /// once, before the namespaces (whether init outlives the stub depends on
-/// it too: main.rs). PID 1 is whoever made the namespace; a command in a
+/// it too: run/mod.rs). PID 1 is whoever made the namespace; a command in a
 /// sandbox cannot be it nor rename it.
 pub struct Pid1 {
     bubblewrap: bool,

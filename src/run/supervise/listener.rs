@@ -39,7 +39,7 @@ pub(super) fn listening(
     // The own-sockets policy's handles, before init mounts its /proc.
     // Without them the worker gets the filter that refuses every AF_UNIX
     // socket (never less than asked). Where the kernel holds the policy
-    // (its domain made already: main.rs), the stub has no part in it.
+    // (its domain made already: run/way.rs), the stub has no part in it.
     let (sockets, unix_note) = match (plan.filters.sockets, kernel_note) {
         (crate::filter::Sockets::Kernel, Some(note)) => (None, note),
         _ => Sockets::start(plan.filters.own.is_some(), named),
