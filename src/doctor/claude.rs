@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use super::Check;
-use super::clients::{binary_at, home};
+use super::clients::home;
+use super::named::binary_at;
 use crate::json;
 use crate::settings;
 use crate::shim;
@@ -152,50 +153,7 @@ fn shim(binary: &Path) -> Check {
         .filter(|c| shim::executable(c))
         .collect();
     let ours = bwraps.iter().position(|b| shim::is_ours(b, binary));
-    let put_it_there = || {
-        let first_dir = bwraps.first().and_then(|b| b.parent());
-        // Where on PATH the shim's folder must come.
-        let place = first_dir.map_or_else(
-            || "first".to_string(),
-            |d| format!("before {}", d.display()),
-        );
-        // The Debian package's shim is there already, root's.
-        if let Some(system) = crate::install::system_shim(binary) {
-            let dir = system.parent().unwrap_or(&system).display().to_string();
-            return format!(
-                "put {dir} {place} on the PATH Claude Code starts with, or as root \
-                 apply-seccomp --setup --managed (sandbox.bwrapPath {})",
-                system.display()
-            );
-        }
-        let folder = format!("~/{}", shim::protect::LINK_FOLDER);
-        let ours_dir = home().map(|h| h.join(shim::protect::LINK_FOLDER));
-        let listed_before = ours_dir.as_ref().is_some_and(|od| {
-            dirs.iter()
-                .take_while(|d| Some(d.as_path()) != first_dir)
-                .any(|d| d == od)
-        });
-        let link = format!(
-            "mkdir -p {folder} && ln -sf {} {folder}/bwrap",
-            binary.display()
-        );
-        // The link there already (--setup made it): the PATH alone is left.
-        let linked = ours_dir
-            .as_ref()
-            .is_some_and(|od| shim::is_ours(&od.join("bwrap"), binary));
-        if listed_before {
-            link
-        } else if linked {
-            format!(
-                "put {folder} (its bwrap is this binary already) {place} on the PATH Claude \
-                 Code starts with: export PATH=\"$HOME/{}:$PATH\" in your shell's start-up \
-                 file",
-                shim::protect::LINK_FOLDER
-            )
-        } else {
-            format!("{link}, and put {folder} {place} on the PATH Claude Code starts with")
-        }
-    };
+    let put_it_there = || put_it_there(binary, &dirs, bwraps.first());
     let Some(at) = ours else {
         return Check::warn(
             NAME,
@@ -265,5 +223,53 @@ fn shim(binary: &Path) -> Check {
             ),
             "install bubblewrap, or set APPLY_SECCOMP_BWRAP to it",
         ),
+    }
+}
+
+/// How to make this binary the `bwrap` Claude Code finds: the folder to
+/// put on `PATH` (before `first`'s, the first `bwrap` there now, of the
+/// `dirs` searched), the Debian package's shim, or the link to make.
+fn put_it_there(binary: &Path, dirs: &[PathBuf], first: Option<&PathBuf>) -> String {
+    let first_dir = first.and_then(|b| b.parent());
+    // Where on PATH the shim's folder must come.
+    let place = first_dir.map_or_else(
+        || "first".to_string(),
+        |d| format!("before {}", d.display()),
+    );
+    // The Debian package's shim is there already, root's.
+    if let Some(system) = crate::install::system_shim(binary) {
+        let dir = system.parent().unwrap_or(&system).display().to_string();
+        return format!(
+            "put {dir} {place} on the PATH Claude Code starts with, or as root \
+             apply-seccomp --setup --managed (sandbox.bwrapPath {})",
+            system.display()
+        );
+    }
+    let folder = format!("~/{}", shim::protect::LINK_FOLDER);
+    let ours_dir = home().map(|h| h.join(shim::protect::LINK_FOLDER));
+    let listed_before = ours_dir.as_ref().is_some_and(|od| {
+        dirs.iter()
+            .take_while(|d| Some(d.as_path()) != first_dir)
+            .any(|d| d == od)
+    });
+    let link = format!(
+        "mkdir -p {folder} && ln -sf {} {folder}/bwrap",
+        binary.display()
+    );
+    // The link there already (--setup made it): the PATH alone is left.
+    let linked = ours_dir
+        .as_ref()
+        .is_some_and(|od| shim::is_ours(&od.join("bwrap"), binary));
+    if listed_before {
+        link
+    } else if linked {
+        format!(
+            "put {folder} (its bwrap is this binary already) {place} on the PATH Claude \
+             Code starts with: export PATH=\"$HOME/{}:$PATH\" in your shell's start-up \
+             file",
+            shim::protect::LINK_FOLDER
+        )
+    } else {
+        format!("{link}, and put {folder} {place} on the PATH Claude Code starts with")
     }
 }

@@ -7,6 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::Check;
+use super::named::binary_at;
 use crate::json::{self, Value};
 use crate::settings::{self, Unread};
 use crate::shim;
@@ -77,59 +78,9 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
         ),
         None => format!("{} --setup --srt", binary.display()),
     };
-    let file = match (given, &home) {
-        (Some(f), _) => PathBuf::from(f),
-        (None, Some(h)) => h.join(".srt-settings.json"),
-        (None, None) => {
-            return vec![Check::warn(
-                NAME,
-                "no home folder (HOME unset, no passwd entry): srt's default settings file \
-                 cannot be found",
-                "name the file srt reads with --srt-settings FILE",
-            )];
-        }
-    };
-    let text = match settings::read(&file) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(Unread::Missing) if given.is_none() => {
-            return vec![Check::warn(
-                NAME,
-                format!(
-                    "no settings file at {}: srt runs its bundled helper, not this one",
-                    file.display()
-                ),
-                set_it(&file),
-            )];
-        }
-        Err(e) => {
-            return vec![Check::fail(
-                NAME,
-                format!("{}: {e}", file.display()),
-                "make it a regular file srt can read, with the settings as JSON (or name \
-                 another with --srt-settings FILE)",
-            )];
-        }
-    };
-    let settings = match json::parse(&text) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(other) => {
-            return vec![Check::fail(
-                NAME,
-                format!(
-                    "{}: holds {}, not an object: srt refuses it",
-                    file.display(),
-                    json::kind(&other)
-                ),
-                "make it a JSON object ({\"seccomp\": {\"applyPath\": ...}, ...})",
-            )];
-        }
-        Err(e) => {
-            return vec![Check::fail(
-                NAME,
-                format!("{}: not JSON ({e}): srt refuses it", file.display()),
-                "correct the JSON",
-            )];
-        }
+    let (file, settings) = match srt_file(given, home.as_deref(), &set_it) {
+        Ok(read) => read,
+        Err(check) => return vec![check],
     };
     let writable = writable_folders(&settings, home.as_deref());
     const BWRAP: &str = "srt bwrapPath";
@@ -190,6 +141,67 @@ pub fn srt(binary: &Path, given: Option<&OsStr>) -> Vec<Check> {
     vec![apply, bwrap]
 }
 
+/// srt's settings file (`given`, or `~/.srt-settings.json`) read and
+/// parsed as srt would; where srt would refuse it or not find it, the
+/// check that says so (`set_it`: the command that sets it right).
+fn srt_file(
+    given: Option<&OsStr>,
+    home: Option<&Path>,
+    set_it: &dyn Fn(&Path) -> String,
+) -> Result<(PathBuf, Value), Check> {
+    const NAME: &str = "srt";
+    let file = match (given, home) {
+        (Some(f), _) => PathBuf::from(f),
+        (None, Some(h)) => h.join(".srt-settings.json"),
+        (None, None) => {
+            return Err(Check::warn(
+                NAME,
+                "no home folder (HOME unset, no passwd entry): srt's default settings file \
+                 cannot be found",
+                "name the file srt reads with --srt-settings FILE",
+            ));
+        }
+    };
+    let text = match settings::read(&file) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(Unread::Missing) if given.is_none() => {
+            return Err(Check::warn(
+                NAME,
+                format!(
+                    "no settings file at {}: srt runs its bundled helper, not this one",
+                    file.display()
+                ),
+                set_it(&file),
+            ));
+        }
+        Err(e) => {
+            return Err(Check::fail(
+                NAME,
+                format!("{}: {e}", file.display()),
+                "make it a regular file srt can read, with the settings as JSON (or name \
+                 another with --srt-settings FILE)",
+            ));
+        }
+    };
+    match json::parse(&text) {
+        Ok(v @ Value::Object(_)) => Ok((file, v)),
+        Ok(other) => Err(Check::fail(
+            NAME,
+            format!(
+                "{}: holds {}, not an object: srt refuses it",
+                file.display(),
+                json::kind(&other)
+            ),
+            "make it a JSON object ({\"seccomp\": {\"applyPath\": ...}, ...})",
+        )),
+        Err(e) => Err(Check::fail(
+            NAME,
+            format!("{}: not JSON ({e}): srt refuses it", file.display()),
+            "correct the JSON",
+        )),
+    }
+}
+
 /// srt's settings file (`given`, else `~/.srt-settings.json`) as JSON,
 /// where it reads and parses: what the checks before srt's own need of it
 /// (its weaker line, the folders a command may write).
@@ -234,186 +246,3 @@ pub fn writable_folders(settings: &Value, home: Option<&Path>) -> Vec<(String, P
     }
     writable
 }
-
-/// What is wrong with a binary a setting names.
-pub(super) struct Wrong {
-    pub found: String,
-    /// A failure; else a warning (another program).
-    pub fail: bool,
-    /// The fix; `None`: correct the setting.
-    pub fix: Option<String>,
-}
-
-impl Wrong {
-    fn fail(found: String, fix: Option<String>) -> Wrong {
-        Wrong {
-            found,
-            fail: true,
-            fix,
-        }
-    }
-
-    /// The check, with `set_it` as the fix where there is none of its own.
-    pub fn check(self, name: &'static str, set_it: String) -> Check {
-        let fix = self.fix.unwrap_or(set_it);
-        if self.fail {
-            Check::fail(name, self.found, fix)
-        } else {
-            Check::warn(name, self.found, fix)
-        }
-    }
-}
-
-/// Checks a settings value that names a binary srt runs (`key` in
-/// `file`): absolute, executable, out of every writable folder's reach
-/// (as named and as its links lead) unless the shim keeps it read-only,
-/// this binary, and, with `named`, a link of that name (the shim answers
-/// to it); `when_missing` says what the client does when nothing is
-/// there. `(named, shim_guards)`: the name the shim answers to; whether
-/// the shim guards this binary (bwrapPath is it). Ok: what was found.
-/// Err: what was found, whether it is a failure (srt fails, or runs
-/// another helper: else a warning), and its fix (`None`: the setting
-/// itself).
-pub(super) fn binary_at(
-    binary: &Path,
-    file: &Path,
-    key: &str,
-    value: &Value,
-    writable: &[(String, PathBuf)],
-    (named, shim_guards): (Option<&str>, bool),
-    when_missing: &str,
-) -> Result<String, Wrong> {
-    let Value::String(p) = value else {
-        return Err(Wrong::fail(
-            format!(
-                "{}: {key} is {}, not a string",
-                file.display(),
-                json::kind(value)
-            ),
-            None,
-        ));
-    };
-    let path = PathBuf::from(p);
-    let at = format!("{}: {key} {}", file.display(), path.display());
-    if !path.is_absolute() {
-        return Err(Wrong::fail(
-            format!(
-                "{at} is relative: it is looked up from each command's working folder, where \
-                 a command may put a file of its own"
-            ),
-            None,
-        ));
-    }
-    let meta = std::fs::metadata(&path)
-        .map_err(|e| Wrong::fail(format!("{at}: {e}: {when_missing}"), None))?;
-    if !meta.is_file() || nix::unistd::access(&path, nix::unistd::AccessFlags::X_OK).is_err() {
-        return Err(Wrong::fail(
-            format!("{at} is not an executable file for this user"),
-            Some(format!("chmod 0755 {}", path.display())),
-        ));
-    }
-    // Replaceable from inside: the file as named (its folder, links in it
-    // resolved) or the file it leads to, in or under a writable folder.
-    let as_named = path
-        .parent()
-        .and_then(|d| std::fs::canonicalize(d).ok())
-        .map(|d| d.join(path.file_name().unwrap_or_default()));
-    let target = std::fs::canonicalize(&path).ok();
-    let mut protected = None;
-    for (why, dir) in writable {
-        if [&as_named, &target]
-            .into_iter()
-            .flatten()
-            .any(|p| p.starts_with(dir))
-        {
-            // The shim protects its own route in every line it runs.
-            if (named.is_some() || shim_guards) && shim::is_ours(&path, binary) {
-                protected = Some(format!(
-                    "; inside {} ({why}), where {}",
-                    dir.display(),
-                    shim::protect::LINK_PROTECTION
-                ));
-                break;
-            }
-            // Commands still run: a warning (the verdict says what a run
-            // does), with a fix that sets both keys right.
-            return Err(Wrong {
-                found: format!(
-                    "{at} is inside {} ({why}): a sandboxed command can replace the helper, and \
-                     the next command runs whatever it put there",
-                    dir.display()
-                ),
-                fail: false,
-                fix: Some(format!(
-                    "as root, install -m 0755 {} /usr/local/bin/apply-seccomp; then, as yourself, \
-                     /usr/local/bin/apply-seccomp --setup --srt",
-                    binary.display()
-                )),
-            });
-        }
-    }
-    if !shim::is_ours(&path, binary) {
-        // Issue 58: both keys word a copy of this build the same way.
-        let runs = if named.is_some() {
-            "srt runs that file as bubblewrap"
-        } else {
-            "srt runs that file as its helper"
-        };
-        return Err(Wrong {
-            found: format!(
-                "{at} is not this binary but {}: {runs}",
-                which_helper(&path)
-            ),
-            fail: false,
-            fix: None,
-        });
-    }
-    if let Some(name) = named.filter(|n| path.file_name() != Some(OsStr::new(n))) {
-        return Err(Wrong::fail(
-            format!(
-                "{at} is this binary, but not as `{name}`: the shim answers to that name only \
-                 (under another it runs the helper)"
-            ),
-            None,
-        ));
-    }
-    Ok(match protected {
-        Some(protected) => format!("{at} is this binary (the shim), executable{protected}"),
-        None => format!(
-            "{at} is this binary, executable, outside every allowWrite folder and srt's own \
-             writable ones (all {} folders a sandboxed command may write)",
-            writable.len()
-        ),
-    })
-}
-
-/// Names the helper at `p` from its bytes, never by running it (a file a
-/// setting names may have been put there by a sandboxed command:
-/// trust.rs): a build of this helper carries its `--version` line
-/// (install.rs).
-fn which_helper(p: &Path) -> String {
-    let text = p.to_string_lossy();
-    if text.contains("sandbox-runtime") {
-        // Single-threaded C: it does not race, but its filter lets
-        // socketpair(AF_UNIX, SOCK_DGRAM) through, and it fails every
-        // command under Ubuntu's AppArmor bwrap profile (docs/shim.md).
-        return "srt's bundled helper, which leaves SOCK_DGRAM socketpairs open and fails every \
-                command under Ubuntu's AppArmor bwrap profile"
-            .into();
-    }
-    match settings::read_at_most(p, HELPER_MAX) {
-        Ok(bytes) => match crate::install::version_in(&bytes) {
-            Some(v) if v == crate::install::VERSION => {
-                format!("another copy of this same build, {v} (its bytes read, not run)")
-            }
-            Some(v) => format!("another build of this helper, {v} (its bytes read, not run)"),
-            None => "a program that is not this helper (no version line of this helper's in \
-                     its bytes, read, not run)"
-                .into(),
-        },
-        Err(e) => format!("a file the doctor could not read ({e}), not run"),
-    }
-}
-
-/// The largest helper binary read (this one is under 1 MiB).
-const HELPER_MAX: u64 = 64 << 20;

@@ -22,7 +22,8 @@
 //! - probe.rs: what the probe, the command of those runs, saw, judged.
 //! - container.rs: a container's masked `/proc` and dropped `CAP_SETFCAP`,
 //!   and srt's weaker line where they stop bubblewrap.
-//! - clients.rs: srt's settings file (`seccomp.applyPath`, `bwrapPath`).
+//! - clients.rs: srt's settings file (`seccomp.applyPath`, `bwrapPath`);
+//!   named.rs: a binary a client's setting names, judged.
 //! - node.rs: the Node.js srt runs on, and the version it asks for.
 //! - claude.rs: Claude Code's `bwrap` (managed settings, or PATH), and the
 //!   shim's placeholders left in the current folder.
@@ -34,6 +35,7 @@ mod clients;
 mod container;
 mod limits;
 mod machine;
+mod named;
 mod node;
 mod probe;
 mod sandbox;

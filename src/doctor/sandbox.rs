@@ -131,35 +131,41 @@ pub(super) fn find_bwrap(binary: &Path) -> Option<Found> {
 /// The bubblewrap checks: found where, version, setuid; then a run of this
 /// helper under it with srt's options.
 pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<WayTaken>) {
+    match bubblewrap_found(binary) {
+        Err(check) => (check, None, None),
+        Ok((check, first, setuid)) => {
+            let (run, way) = bubblewrap_run(&first, binary, weaker, setuid);
+            (check, Some(run), way)
+        }
+    }
+}
+
+/// The first check: the bubblewrap the clients run (the first `bwrap`
+/// on `PATH`, or the real one behind the shim), where, its version,
+/// setuid or not; with the first `bwrap` on `PATH` and whether the real
+/// one is setuid, for the run. A failure is the check.
+fn bubblewrap_found(binary: &Path) -> Result<(Check, PathBuf, bool), Check> {
     const NAME: &str = "bubblewrap";
     let Some(found) = find_bwrap(binary) else {
-        return (
-            Check::fail(
-                NAME,
-                "no bwrap on PATH: srt and Claude Code run every sandboxed command through \
-                 bubblewrap",
-                "install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap)",
-            ),
-            None,
-            None,
-        );
+        return Err(Check::fail(
+            NAME,
+            "no bwrap on PATH: srt and Claude Code run every sandboxed command through \
+             bubblewrap",
+            "install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap)",
+        ));
     };
     let real = match &found.real {
         Ok(real) => real.clone(),
         Err(e) => {
-            return (
-                Check::fail(
-                    NAME,
-                    format!(
-                        "the first bwrap on PATH, {}, is this binary (the shim), and it finds \
-                         no real bubblewrap: {e}",
-                        found.first.display()
-                    ),
-                    "install bubblewrap, or set APPLY_SECCOMP_BWRAP to it",
+            return Err(Check::fail(
+                NAME,
+                format!(
+                    "the first bwrap on PATH, {}, is this binary (the shim), and it finds \
+                     no real bubblewrap: {e}",
+                    found.first.display()
                 ),
-                None,
-                None,
-            );
+                "install bubblewrap, or set APPLY_SECCOMP_BWRAP to it",
+            ));
         }
     };
     let source = if found.first == real {
@@ -179,16 +185,12 @@ pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<
     let mut ask = match trusted {
         Ok(ask) => ask,
         Err(why) => {
-            return (
-                Check::fail(
-                    NAME,
-                    format!("{why}; srt and Claude Code run the first bwrap on PATH"),
-                    "install bubblewrap from the distribution (apt-get install bubblewrap) and \
-                     take the folder of this one off PATH",
-                ),
-                None,
-                None,
-            );
+            return Err(Check::fail(
+                NAME,
+                format!("{why}; srt and Claude Code run the first bwrap on PATH"),
+                "install bubblewrap from the distribution (apt-get install bubblewrap) and \
+                 take the folder of this one off PATH",
+            ));
         }
     };
     ask.arg("--version");
@@ -215,21 +217,26 @@ pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<
             "make sure this is bubblewrap: it does not answer --version as bubblewrap does",
         ),
     };
+    Ok((found_check, found.first, setuid))
+}
 
+/// The second check: this helper run under the first `bwrap` on `PATH`
+/// with srt's options (or its weaker line), its command the probe; where
+/// it fails, the cause and the fix.
+fn bubblewrap_run(
+    first: &Path,
+    binary: &Path,
+    weaker: bool,
+    setuid: bool,
+) -> (Check, Option<WayTaken>) {
     // The run: what clients run (the first bwrap on PATH), srt's options.
     const RUN: &str = "bubblewrap run";
     let root = nix::unistd::geteuid().is_root();
     // srt's line, or its weaker one where its settings ask for it.
     let options = super::container::srt_options(weaker);
-    let cmd = match super::container::probe_line(&found.first, binary, root, weaker) {
+    let cmd = match super::container::probe_line(first, binary, root, weaker) {
         Ok(cmd) => cmd,
-        Err(why) => {
-            return (
-                found_check,
-                Some(Check::fail(RUN, why, "see the bubblewrap check")),
-                None,
-            );
-        }
+        Err(why) => return (Check::fail(RUN, why, "see the bubblewrap check"), None),
     };
     let line = format!(
         "bwrap {}{} -- apply-seccomp PROBE (the helper under srt's {}bubblewrap line, its \
@@ -246,11 +253,7 @@ pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<
         Ok(ran) if ran.status.is_some_and(|s| s.success()) => {
             match judge_probe(&ran.stdout, inherited_filters()) {
                 Ok((way, what)) => {
-                    return (
-                        found_check,
-                        Some(Check::ok(RUN, format!("{line}: {what}"))),
-                        Some(way),
-                    );
+                    return (Check::ok(RUN, format!("{line}: {what}")), Some(way));
                 }
                 Err(wrong) => {
                     Check::fail(RUN, format!("{line}: {wrong}"), "report it with this line")
@@ -259,45 +262,7 @@ pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<
         }
         Ok(ran) => {
             let text = ran.stderr_text();
-            let in_sandbox = matches!(
-                std::fs::read_to_string("/proc/1/comm")
-                    .as_deref()
-                    .map(str::trim),
-                Ok("bwrap" | "apply-seccomp")
-            );
-            // A container's marks, unless this runs in a sandbox (whose
-            // own mounts over /proc are no container's).
-            let container = (!in_sandbox)
-                .then(|| {
-                    super::container::explain(&text, setuid, || match weaker {
-                        true => Err("it is the line above".into()),
-                        false => super::container::weaker_run(&found.first, binary, root),
-                    })
-                })
-                .flatten();
-            let fix = if let Some(cause) = &container {
-                cause.as_str()
-            } else if text.contains("apply-seccomp:") {
-                "the helper failed inside bubblewrap: its message (above) says the cause"
-            } else if in_sandbox {
-                "this doctor runs inside a sandbox (the environment check), where bubblewrap \
-                 may not start another: run the doctor where the client runs"
-            } else if !binary_reachable(binary) {
-                "install the helper where every user can read and execute it (a folder \
-                 bubblewrap's --ro-bind / / shows)"
-            } else {
-                "bubblewrap itself failed: see its message; bubblewrap needs user namespaces \
-                 too (the user-namespaces check)"
-            };
-            // A sysctl that refuses every user namespace is the cause
-            // whatever the message: name it, its value, and what to set.
-            let fix = match crate::cause::Settings::read().userns_blocker() {
-                Some(blocker) => format!(
-                    "no user namespace can be made here, by bubblewrap or by the helper: \
-                     {blocker}"
-                ),
-                None => fix.to_string(),
-            };
+            let fix = failed_run_fix(&text, (first, binary), (root, weaker, setuid));
             Check::fail(
                 RUN,
                 format!("{line}: {}: {text}", ran.describe(RUN_LIMIT)),
@@ -306,11 +271,63 @@ pub fn bubblewrap(binary: &Path, weaker: bool) -> (Check, Option<Check>, Option<
         }
         Err(e) => Check::fail(
             RUN,
-            format!("could not run {}: {e}", found.first.display()),
+            format!("could not run {}: {e}", first.display()),
             "see the error",
         ),
     };
-    (found_check, Some(run_check), None)
+    (run_check, None)
+}
+
+/// The fix for a failed run under bubblewrap (`text` its stderr): a
+/// sysctl that refuses every user namespace, whatever the message; a
+/// container's marks (unless this runs in a sandbox, whose own mounts
+/// over /proc are no container's); the helper's own message; a sandbox
+/// around the doctor; a helper bubblewrap cannot show; else bubblewrap's
+/// own failure.
+fn failed_run_fix(
+    text: &str,
+    (first, binary): (&Path, &Path),
+    (root, weaker, setuid): (bool, bool, bool),
+) -> String {
+    let in_sandbox = matches!(
+        std::fs::read_to_string("/proc/1/comm")
+            .as_deref()
+            .map(str::trim),
+        Ok("bwrap" | "apply-seccomp")
+    );
+    // A container's marks, unless this runs in a sandbox (whose
+    // own mounts over /proc are no container's).
+    let container = (!in_sandbox)
+        .then(|| {
+            super::container::explain(text, setuid, || match weaker {
+                true => Err("it is the line above".into()),
+                false => super::container::weaker_run(first, binary, root),
+            })
+        })
+        .flatten();
+    let fix = if let Some(cause) = &container {
+        cause.as_str()
+    } else if text.contains("apply-seccomp:") {
+        "the helper failed inside bubblewrap: its message (above) says the cause"
+    } else if in_sandbox {
+        "this doctor runs inside a sandbox (the environment check), where bubblewrap \
+         may not start another: run the doctor where the client runs"
+    } else if !binary_reachable(binary) {
+        "install the helper where every user can read and execute it (a folder \
+         bubblewrap's --ro-bind / / shows)"
+    } else {
+        "bubblewrap itself failed: see its message; bubblewrap needs user namespaces \
+         too (the user-namespaces check)"
+    };
+    // A sysctl that refuses every user namespace is the cause
+    // whatever the message: name it, its value, and what to set.
+    match crate::cause::Settings::read().userns_blocker() {
+        Some(blocker) => format!(
+            "no user namespace can be made here, by bubblewrap or by the helper: \
+             {blocker}"
+        ),
+        None => fix.to_string(),
+    }
 }
 
 /// Whether `binary` and every folder above it can be reached (read and

@@ -190,8 +190,35 @@ pub fn protect(
 ) -> Result<Protected, String> {
     let walk = bwrap_args::walk(line).map_err(|e| format!("route not protected: {e}"))?;
     let dests: Vec<PathBuf> = walk.mounts.iter().map(|m| lexical(&m.dest)).collect();
-    let binds: Vec<Bind> = walk
-        .mounts
+    let binds = writable_binds(&walk, &dests);
+    let mut done = Protected::default();
+    // Insertion index -> mounts to add there.
+    let mut adds = route_kept(route, (&binds, &dests), &mut done);
+    if let Some(folder) = keeper {
+        adds.extend(keeper_hidden(folder, (&binds, &dests), &mut done));
+    }
+    // A folder bound read-only is not also bound writable after it.
+    let read_only: Vec<(usize, PathBuf)> = adds
+        .iter()
+        .filter(|(_, a)| a.class == READ_ONLY_FOLDER)
+        .map(|(at, a)| (*at, a.dest.clone()))
+        .collect();
+    adds.retain(|(at, a)| a.class != KEEP_IN_PLACE || !read_only.contains(&(*at, a.dest.clone())));
+    adds.sort();
+    adds.dedup();
+    done.kept = adds
+        .iter()
+        .filter(|(_, a)| a.class == KEEP_IN_PLACE)
+        .count();
+    insert(line, &adds);
+    Ok(done)
+}
+
+/// The line's binds that make a host path writable, with their sources
+/// as the host resolves them and their places (`dests`: every mount's
+/// destination, lexically).
+fn writable_binds(walk: &bwrap_args::Walk, dests: &[PathBuf]) -> Vec<Bind> {
+    walk.mounts
         .iter()
         .enumerate()
         .filter(|(_, m)| m.binds_host_path_writable())
@@ -204,10 +231,20 @@ pub fn protect(
                 dest: dests[order].clone(),
             }
         })
-        .collect();
-    let mut done = Protected::default();
-    // Insertion index -> mounts to add there.
-    let mut adds: Vec<(usize, Add)> = Vec::new();
+        .collect()
+}
+
+/// The mounts that keep each name on the route (steps.rs: every name on
+/// the way, each link met) out of reach where a writable bind shows it:
+/// a file bound read-only over itself, a link's folder bound read-only,
+/// a missing name held by `/dev/null`; what cannot be kept said in
+/// `done`.
+fn route_kept(
+    route: &[PathBuf],
+    (binds, dests): (&[Bind], &[PathBuf]),
+    done: &mut Protected,
+) -> Vec<(usize, Add)> {
+    let mut adds = Vec::new();
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut looked = Vec::new();
     let mut route = route.to_vec();
@@ -224,7 +261,7 @@ pub fn protect(
             continue;
         }
         seen.push(host.clone());
-        let Some((bind, inside)) = exposure(&host, &binds, &dests) else {
+        let Some((bind, inside)) = exposure(&host, binds, dests) else {
             continue;
         };
         let shown = host.display().to_string();
@@ -260,44 +297,44 @@ pub fn protect(
             }
         }
     }
-    // The keeper's folder, where the line makes it writable: hidden
-    // (elsewhere the lock's mode keeps a command out, keep/folder.rs).
-    if let Some(folder) = keeper {
-        match exposure(folder, &binds, &dests) {
-            Some((bind, _)) if bind.at.is_none() => done.not.push(format!(
-                "{} (its bind comes from an --args file)",
-                folder.display()
-            )),
-            Some((bind, inside)) => {
-                let at = bind.at.map_or(0, |a| a + 3);
-                adds.extend(kept_in_place(bind, &inside).map(|a| (at, a)));
-                match super::keep::empty_dir(folder) {
-                    Ok(empty) => {
-                        adds.push((at, add(NAME, "--ro-bind", &empty, &inside)));
-                        done.hidden = true;
-                    }
-                    Err(e) => done
-                        .not
-                        .push(format!("{} ({})", folder.display(), e.desc())),
+    adds
+}
+
+/// The keeper's folder, where the line makes it writable: hidden under
+/// an empty folder (elsewhere the lock's mode keeps a command out,
+/// keep/folder.rs).
+fn keeper_hidden(
+    folder: &Path,
+    (binds, dests): (&[Bind], &[PathBuf]),
+    done: &mut Protected,
+) -> Vec<(usize, Add)> {
+    let mut adds = Vec::new();
+    match exposure(folder, binds, dests) {
+        Some((bind, _)) if bind.at.is_none() => done.not.push(format!(
+            "{} (its bind comes from an --args file)",
+            folder.display()
+        )),
+        Some((bind, inside)) => {
+            let at = bind.at.map_or(0, |a| a + 3);
+            adds.extend(kept_in_place(bind, &inside).map(|a| (at, a)));
+            match super::keep::empty_dir(folder) {
+                Ok(empty) => {
+                    adds.push((at, add(NAME, "--ro-bind", &empty, &inside)));
+                    done.hidden = true;
                 }
+                Err(e) => done
+                    .not
+                    .push(format!("{} ({})", folder.display(), e.desc())),
             }
-            None => {}
         }
+        None => {}
     }
-    // A folder bound read-only is not also bound writable after it.
-    let read_only: Vec<(usize, PathBuf)> = adds
-        .iter()
-        .filter(|(_, a)| a.class == READ_ONLY_FOLDER)
-        .map(|(at, a)| (*at, a.dest.clone()))
-        .collect();
-    adds.retain(|(at, a)| a.class != KEEP_IN_PLACE || !read_only.contains(&(*at, a.dest.clone())));
-    adds.sort();
-    adds.dedup();
-    done.kept = adds
-        .iter()
-        .filter(|(_, a)| a.class == KEEP_IN_PLACE)
-        .count();
-    // From the last insertion point back, so earlier indices hold.
+    adds
+}
+
+/// The mounts put on the line, each after the bind it follows; from the
+/// last insertion point back, so earlier indices hold.
+fn insert(line: &mut Vec<OsString>, adds: &[(usize, Add)]) {
     let mut points: Vec<usize> = adds.iter().map(|(at, _)| *at).collect();
     points.dedup();
     for at in points.into_iter().rev() {
@@ -312,7 +349,6 @@ pub fn protect(
         line.extend(words);
         line.extend(tail);
     }
-    Ok(done)
 }
 
 /// `.` and `..` folded in text, and no trailing `/` (also the doctor's,
