@@ -94,8 +94,13 @@ pub fn run(cfg: &RunConfig) -> Result<i32, Error> {
     debug(cfg.debug, || entry.describe());
     caps::clear(None, caps::CapSet::Ambient)
         .map_err(|e| Error::setup(Step::ClearAmbient, io::Error::other(e.to_string())))?;
-    let confined = way::confine(&entry.path, cfg, kernel_sockets)?;
-    debug(cfg.debug, || way::describe(&filters, &confined.way));
+    // `ruleset`: held until the run has ended (the worker joins it).
+    let way::Confined {
+        way,
+        ruleset,
+        unix_note,
+    } = way::confine(&entry.path, cfg, kernel_sockets)?;
+    debug(cfg.debug, || way::describe(&filters, &way));
     // Under bubblewrap, init holds what the run's end releases until the
     // stub has exited (plan.rs): bubblewrap's caller goes on as soon as the
     // stub is reaped, and a guarded run's end would otherwise wait there
@@ -103,7 +108,7 @@ pub fn run(cfg: &RunConfig) -> Result<i32, Error> {
     // the run's copy of bubblewrap's mounts). On the host the stub's own
     // exit releases them: measured cheaper there for commands run back to
     // back (docs/performance.md).
-    let namespaces = matches!(confined.way, Way::Namespaces { .. });
+    let namespaces = matches!(way, Way::Namespaces { .. });
     let init_outlives_stub = pid1.is_bubblewrap() && namespaces;
     // The CPUs: the default task cap grows with them, and init starts on
     // one of them (supervise/).
@@ -114,7 +119,7 @@ pub fn run(cfg: &RunConfig) -> Result<i32, Error> {
         plan::Plan {
             exec,
             filters,
-            way: confined.way,
+            way,
             tty: None,
             job_control: false,
             init_outlives_stub,
@@ -123,7 +128,7 @@ pub fn run(cfg: &RunConfig) -> Result<i32, Error> {
         },
         observer.as_mut(),
         (pid1, had),
-        (cfg.debug, &cfg.allow_unix, confined.unix_note.clone()),
+        (cfg.debug, &cfg.allow_unix, unix_note),
     )?;
     said_after(cfg, tasks, &outcome, observer.as_ref());
     if let (Some(asked), Some(held)) = (&cfg.limits, &cgroup) {
@@ -131,8 +136,7 @@ pub fn run(cfg: &RunConfig) -> Result<i32, Error> {
             .iter()
             .for_each(|l| eprintln!("{l}"));
     }
-    // Held until the run has ended.
-    drop(confined.ruleset);
+    drop(ruleset);
     Ok(outcome.status)
 }
 

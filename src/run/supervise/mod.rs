@@ -282,14 +282,14 @@ fn stub_ready(
     plan: &Plan,
     child: Pid,
 ) -> Result<Result<(), Lost>, Error> {
-    let ready = guard.map_or(Ok(Ok(())), turn_key).and_then(|checked| {
-        // The stub needs none of what the filters refuse; filtered, it is
-        // no way around them even if the command got hold of it. Here, not
-        // before init starts: init would inherit them, and the worker
-        // installs its own while this runs.
-        checked.is_ok().then(|| filter_stub(plan)).transpose()?;
-        Ok(checked)
-    });
+    // The stub needs none of what the filters refuse; filtered, it is no
+    // way around them even if the command got hold of it. Here, not
+    // before init starts: init would inherit them, and the worker
+    // installs its own while this runs.
+    let ready = match guard.map_or(Ok(Ok(())), turn_key) {
+        Ok(Ok(())) => filter_stub(plan).map(Ok),
+        other => other,
+    };
     if !matches!(ready, Ok(Ok(()))) {
         end_child(child);
     }
