@@ -651,25 +651,28 @@ fn gpg_makes_a_key_with_its_own_agent_on_either_way() {
     }
 }
 
-/// A file system of `kind` (`xfs`: 8 TiB sparse, so that a folder's
-/// files get inode numbers above 2^32; `btrfs`) in an image file, made
-/// for one test; `None` (a skip) without its tools or without root.
-fn file_system_image(kind: &str) -> Option<PathBuf> {
+/// A file system of `kind` in an image file of `size` (`xfs` at 8T:
+/// sparse, so that a folder's files get inode numbers above 2^32), made
+/// for one test; `None` (a skip) without its tools or without root. An
+/// empty `size` only checks for them.
+fn file_system_image(kind: &str, size: &str) -> Option<PathBuf> {
     if !common::is_root() {
-        common::skip("not root: the XFS and btrfs images are loop-mounted");
+        common::skip("not root: the file system images are loop-mounted");
         return None;
     }
     let mkfs = format!("mkfs.{kind}");
     for tool in [mkfs.as_str(), "losetup", "unshare", "setpriv", "python3"] {
         if which(tool).is_none() {
             common::skip(&format!(
-                "{tool} is not installed (xfsprogs, btrfs-progs, util-linux)"
+                "{tool} is not installed (xfsprogs, btrfs-progs, e2fsprogs, util-linux)"
             ));
             return None;
         }
     }
+    if size.is_empty() {
+        return Some(PathBuf::new());
+    }
     let img = common::fresh_folder(&format!("{kind}-image")).join("fs.img");
-    let size = if kind == "xfs" { "8T" } else { "300M" };
     let made = Command::new("truncate")
         .args(["-s", size])
         .arg(&img)
@@ -677,81 +680,140 @@ fn file_system_image(kind: &str) -> Option<PathBuf> {
         .unwrap();
     assert!(made.success());
     let mut cmd = Command::new(which(&mkfs).unwrap());
-    if kind == "xfs" {
-        cmd.args(["-q", "-l", "size=64m"]);
-    } else {
-        cmd.arg("-q");
-    }
+    match kind {
+        "xfs" => cmd.args(["-q", "-l", "size=64m"]),
+        "ext4" => cmd.args(["-q", "-F"]),
+        _ => cmd.arg("-q"),
+    };
     let out = cmd.arg(&img).output().unwrap();
     assert!(out.status.success(), "{mkfs}: {}", stderr(&out));
     Some(img)
 }
 
-/// The run's sockets on file systems sock_diag describes in part (issue
-/// 55, item 1). XFS: a host socket whose inode number is above 2^32 is
-/// refused, even when the command binds a socket of its own with the same
-/// low 32 bits (sock_diag's width), which reached the host socket before.
-/// btrfs: a socket of the command's own is reached, in the top folder and
-/// in a subvolume (`stat` gives the subvolume's device, sock_diag the
-/// file system's: every own pathname socket there was refused). Root
-/// mounts each image in a mount namespace of the test's; the command runs
-/// as root and as uid 65534, both ways in.
+/// A socket is known by an identity no file system repeats, or the
+/// connect is refused with why (issue 67, items 1 and 2; issue 55, item
+/// 1). sock_diag reports a socket's file by its superblock's device and
+/// the low 32 bits of its inode number, so:
+///
+/// - btrfs: a command in one subvolume makes files until the next number
+///   is a host socket's in another subvolume, binds its own socket there
+///   and connects to the host socket's path: refused (it was reached);
+/// - XFS of 8 TiB, both ways: an own socket in group 0 with the low bits
+///   of a host socket above 2^32, and an own socket above 2^32 whose low
+///   bits are a host socket's small number (that one was reached);
+/// - own sockets work where the report names one file (ext4, tmpfs, an
+///   XFS of 512 MiB, an overlay on tmpfs) and are refused, the reason
+///   said, where it cannot (btrfs: its top, a subvolume, a snapshot; the
+///   8 TiB XFS).
+///
+/// Root mounts each image in a mount namespace of the test's; the command
+/// runs as root and as uid 65534, both ways in, with the helper alone and
+/// under srt's bubblewrap options.
 #[test]
-fn sockets_on_xfs_and_btrfs_are_told_apart_by_their_whole_identity() {
-    let Some(btrfs) = file_system_image("btrfs") else {
+fn a_socket_is_known_by_an_identity_no_file_system_repeats() {
+    let kinds = [
+        ("btrfs", "300M"),
+        ("xfs", "8T"),
+        ("xfs", "8T"),
+        ("xfs", "512M"),
+        ("ext4", "64M"),
+    ];
+    if kinds
+        .iter()
+        .any(|(kind, _)| file_system_image(kind, "").is_none())
+    {
         return;
-    };
+    }
     let probe = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe/file_systems.py");
-    for user in common::users() {
-        for way in WAYS {
-            let what = format!("{user:?} {way:?}");
-            let mnt = common::fresh_folder("fs-mount");
-            // A fresh one each time: the collision needs allocation group 0
-            // still at its first numbers.
-            let Some(xfs) = file_system_image("xfs") else {
-                return;
-            };
-            // XFS: a folder in a high allocation group, a host socket there
-            // (a server outside the helper), then the command.
-            let script = format!(
-                "set -e; mount -o loop {img} {m}; chmod 777 {m}; \
-                 host=$(python3 {probe} host-folder {m}); \
-                 python3 {probe} serve $host & server=$!; \
-                 while [ ! -S $host ]; do sleep 0.05; done; \
-                 rc=0; \"$@\" $host || rc=$?; kill $server; exit $rc",
-                img = xfs.display(),
-                m = mnt.display(),
-                probe = probe.display()
-            );
-            let way_args = way.args::<&str>(&[]);
-            let mut argv = vec![fixture().helper.to_str().unwrap()];
-            argv.extend(way_args.iter().map(String::as_str));
-            let collide = format!("{}", probe.display());
-            argv.extend(["python3", &collide, "collide", mnt.to_str().unwrap()]);
-            let out = common::in_mount_ns(&script, user, &mnt, &[], &argv);
-            let text = stdout(&out);
-            let ctx = format!("{what} xfs:\n{text}{}", stderr(&out));
-            assert!(
-                text.contains("collided: an own socket with the host socket's low bits"),
-                "{ctx}"
-            );
-            assert!(text.contains("host connect: EACCES"), "{ctx}");
-            // btrfs: the command's own sockets, top folder and subvolume.
-            let script = format!(
-                "set -e; mount -o loop {img} {m}; chmod 777 {m}; \
-                 [ -d {m}/sub ] || btrfs subvolume create {m}/sub >/dev/null; chmod 777 {m}/sub; \
-                 exec \"$@\"",
-                img = btrfs.display(),
-                m = mnt.display()
-            );
-            let mut argv = vec![fixture().helper.to_str().unwrap()];
-            argv.extend(way_args.iter().map(String::as_str));
-            let sub = format!("{}/sub", mnt.display());
-            argv.extend(["python3", &collide, "own", mnt.to_str().unwrap(), &sub]);
-            let out = common::in_mount_ns(&script, user, &mnt, &[], &argv);
-            let text = stdout(&out);
-            let ctx = format!("{what} btrfs:\n{text}{}", stderr(&out));
-            assert_eq!(text.matches("own connect: ok").count(), 2, "{ctx}");
+    let p = probe.display();
+    for place in [Place::Host, Place::Bwrap] {
+        for user in common::users_in_loop() {
+            for way in WAYS {
+                let what = format!("{place:?} {user:?} {way:?}");
+                let mnt = common::fresh_folder("fs-mount");
+                let m = mnt.display();
+                // Fresh images each time: the collisions need the numbers
+                // still at their first ones.
+                let img: Vec<PathBuf> = kinds
+                    .iter()
+                    .map(|(kind, size)| file_system_image(kind, size).unwrap())
+                    .collect();
+                let script = format!(
+                    "set -e; cd {m}; mkdir b x y xs e t o; \
+                     mount -o loop {b} b; mount -o loop {x} x; mount -o loop {y} y; \
+                     mount -o loop {xs} xs; mount -o loop {e} e; mount -t tmpfs t t; \
+                     mkdir t/l t/u t/w; chmod 777 t/u; \
+                     mount -t overlay o -o lowerdir=t/l,upperdir=t/u,workdir=t/w o; \
+                     btrfs subvolume create b/sa >/dev/null; btrfs subvolume create b/sb >/dev/null; \
+                     btrfs subvolume snapshot b/sa b/snap >/dev/null; \
+                     chmod 777 b b/sa b/sb b/snap x y xs e t o; \
+                     far=$(python3 {p} host-folder x); near=$(python3 {p} host-top y); \
+                     sub=$(python3 {p} host-top b/sb); \
+                     for h in $far $near $sub; do \
+                       python3 {p} serve $h >/dev/null 2>&1 & servers=\"$servers $!\"; done; \
+                     for h in $far $near $sub; do while [ ! -S $h ]; do sleep 0.05; done; done; \
+                     rc=0; \"$@\" $far $near $sub || rc=$?; kill $servers; exit $rc",
+                    b = img[0].display(),
+                    x = img[1].display(),
+                    y = img[2].display(),
+                    xs = img[3].display(),
+                    e = img[4].display(),
+                );
+                let command = format!(
+                    "python3 {p} collide x $1; python3 {p} collide-high y $2; \
+                     python3 {p} collide-next b/sa $3; \
+                     python3 {p} own b b/sa b/snap x xs e t o"
+                );
+                let helper = fixture().helper.to_str().unwrap().to_string();
+                let mut argv: Vec<String> = Vec::new();
+                if place == Place::Bwrap {
+                    argv.push(which("bwrap").unwrap().to_str().unwrap().into());
+                    argv.extend(common::BWRAP_OPTIONS.iter().map(|o| o.to_string()));
+                    argv.extend(["--bind".into(), m.to_string(), m.to_string()]);
+                    argv.extend(["--chdir".into(), m.to_string()]);
+                    if user == User::Root {
+                        argv.extend(["--cap-add".into(), "CAP_SETFCAP".into()]);
+                    }
+                    argv.push("--".into());
+                }
+                argv.push(helper);
+                argv.extend(way.args(&["/bin/sh", "-c", &command, "sh"]));
+                let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+                let out = common::in_mount_ns(&script, user, &mnt, &[("SRT_DEBUG", "1")], &argv);
+                let text = stdout(&out);
+                let ctx = format!("{what}:\n{text}{}", stderr(&out));
+                for collided in [
+                    "collided: an own socket with the host socket's low bits",
+                    "collided: an own socket above 2^32 with the host socket's number",
+                    "collided: an own socket with the host socket's number in another subvolume",
+                ] {
+                    assert!(text.contains(collided), "{collided}: {ctx}");
+                }
+                assert_eq!(text.matches("host connect: EACCES").count(), 3, "{ctx}");
+                assert!(!text.contains("host connect: ok"), "{ctx}");
+                for own in ["xs", "e", "t", "o"] {
+                    assert!(
+                        text.contains(&format!("\n{own} own connect: ok")),
+                        "{own}: {ctx}"
+                    );
+                }
+                for refused in ["b", "b/sa", "b/snap", "x"] {
+                    assert!(
+                        text.contains(&format!("\n{refused} own connect: EACCES"))
+                            || text.starts_with(&format!("{refused} own connect: EACCES")),
+                        "{refused}: {ctx}"
+                    );
+                }
+                // The reason, in the refusal line a user reads.
+                let err = stderr(&out);
+                assert!(err.contains("\"b/sa/own-"), "{ctx}");
+                assert!(
+                    err.contains("on btrfs, the kernel's socket report")
+                        && err.contains("Linux 7.1"),
+                    "{ctx}"
+                );
+                assert!(err.contains("on XFS larger than about 2 TiB"), "{ctx}");
+            }
         }
     }
 }
@@ -874,4 +936,104 @@ fn a_command_cannot_bind_a_name_in_the_hosts_abstract_namespace() {
             assert!(text.contains("own-abstract ok"), "{ctx}");
         }
     }
+}
+
+/// A Python one-liner that connects to each path given and prints
+/// `PATH ok` or `PATH ERRNO`.
+const CONNECT_EACH: &str = "import socket,errno,sys\n\
+     for p in sys.argv[1:]:\n\
+     \x20c=socket.socket(socket.AF_UNIX)\n\
+     \x20try: c.connect(p); print(p, 'ok')\n\
+     \x20except OSError as e: print(p, errno.errorcode[e.errno])";
+
+/// A named socket in a folder the caller owns but may not write is
+/// refused (issue 67, item 6): its owner may `chmod` it writable, put a
+/// link where the socket is, and `chmod` it back, and the next run's
+/// start would name a socket nobody named. "Writable from inside" read
+/// the mode bits alone, and the socket was reached. The helper alone on
+/// the host (root may write the folder anyway: refused before too).
+#[test]
+fn a_named_socket_in_a_folder_its_owner_could_open_is_refused() {
+    if !python() {
+        return;
+    }
+    for user in common::users() {
+        let dir = common::fresh_folder(&format!("named-owned-{user:?}"));
+        let owned = dir.join("owned");
+        std::fs::create_dir(&owned).unwrap();
+        let sock = format!("{}/s.sock", owned.display());
+        let _server = Outside::at(&sock);
+        if let Some(u) = uid_of(user) {
+            std::os::unix::fs::chown(&owned, Some(u), Some(u)).unwrap();
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&owned, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let args = [
+            "python3".to_string(),
+            "-c".into(),
+            CONNECT_EACH.into(),
+            sock.clone(),
+        ];
+        let out = under_helper(Place::Host, user, &dir.display().to_string(), &args)
+            .env("APPLY_SECCOMP_ALLOW_UNIX", &sock)
+            .env("SRT_DEBUG", "1")
+            .output()
+            .unwrap();
+        let ctx = format!("{user:?}: {}{}", stdout(&out), stderr(&out));
+        assert_eq!(stdout(&out), format!("{sock} EACCES\n"), "{ctx}");
+        // The folder it lies in is the one refused, not one on the way
+        // (root may write every folder on the way: the first is refused).
+        let refused = match user {
+            User::Root => "lies in a folder that can be written from inside the sandbox".into(),
+            User::Unprivileged => {
+                format!("({sock} lies in a folder that can be written from inside the sandbox")
+            }
+        };
+        assert!(stderr(&out).contains(&refused), "{ctx}");
+    }
+}
+
+/// A named socket of a user the sandbox's user namespace does not map
+/// (root's, in a sticky folder bound in) is not taken for the caller's
+/// own when the caller is uid 65534 (issue 67, item 9): an unmapped owner
+/// shows the overflow uid, 65534 too, and the socket was refused as one
+/// the command could replace. The kernel is asked (a `chmod` to its own
+/// mode only the owner may make) and the socket is reached. Under srt's
+/// bubblewrap options, as uid 65534.
+#[test]
+fn a_named_socket_of_an_unmapped_owner_is_not_taken_for_the_callers() {
+    if !python() {
+        return;
+    }
+    if !common::is_root() {
+        common::skip("not root: the named socket must be another user's");
+        return;
+    }
+    let dir = common::fresh_folder("named-unmapped");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let sock = format!("{}/s.sock", dir.display());
+    let _server = Outside::at(&sock);
+    let args = [
+        "python3".to_string(),
+        "-c".into(),
+        CONNECT_EACH.into(),
+        sock.clone(),
+    ];
+    let out = under_helper(
+        Place::Bwrap,
+        User::Unprivileged,
+        &dir.display().to_string(),
+        &args,
+    )
+    .env("APPLY_SECCOMP_ALLOW_UNIX", &sock)
+    .env("SRT_DEBUG", "1")
+    .output()
+    .unwrap();
+    let ctx = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stdout(&out), format!("{sock} ok\n"), "{ctx}");
+    assert!(
+        stderr(&out).contains(&format!("{sock} (a socket)")),
+        "{ctx}"
+    );
 }

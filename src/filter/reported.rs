@@ -1,7 +1,7 @@
 //! The programs of a run that reports what it refused (rules.rs, through
 //! `#[path]`, so build.rs reads them too).
 
-use super::{Arch, Rule, Set, rules};
+use super::{Arch, Cond, Rule, Set, rules};
 
 /// The listener's program of a run that reports what it refused (issue
 /// 44): every rule of its unix filter, of the observe filter where the
@@ -78,8 +78,10 @@ impl Reported {
     /// Every rule of [`Reported::today`] but `clone3`'s, notified. Where
     /// two programs name one number (`bind`: the own-sockets policy's and
     /// the observe filter's), the rule without conditions covers both;
-    /// two different conditional rules cannot be one rule, and stop the
-    /// build.
+    /// two rules that each test bits of one argument (`clone`: the
+    /// namespaces filter's new namespaces, the own-sockets policy's
+    /// `CLONE_PARENT`) are one rule on either's bits; any other two
+    /// conditional rules cannot be one rule, and stop the build.
     pub fn rules(self, arch: Arch) -> Vec<Rule> {
         let mut all: Vec<Rule> = Vec::new();
         for set in self.today() {
@@ -88,12 +90,28 @@ impl Reported {
                     None => all.push(r),
                     Some(o) if o.all_of.is_empty() => {}
                     Some(o) if r.all_of.is_empty() => *o = r,
-                    Some(o) => assert!(
-                        o.all_of == r.all_of,
-                        "syscall {} has two conditional rules in {}",
-                        r.nr,
-                        self.name()
-                    ),
+                    Some(o) => match (o.all_of.as_slice(), r.all_of.as_slice()) {
+                        (
+                            [Cond::AnyBit { arg, bits }],
+                            [
+                                Cond::AnyBit {
+                                    arg: other,
+                                    bits: more,
+                                },
+                            ],
+                        ) if arg == other => {
+                            o.all_of = vec![Cond::AnyBit {
+                                arg: *arg,
+                                bits: bits | more,
+                            }];
+                        }
+                        _ => assert!(
+                            o.all_of == r.all_of,
+                            "syscall {} has two conditional rules in {}",
+                            r.nr,
+                            self.name()
+                        ),
+                    },
                 }
             }
         }

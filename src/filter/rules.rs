@@ -148,7 +148,7 @@ impl Set {
 mod unix_sets;
 // The stub reads them (build.rs, which compiles this file too, does not).
 #[allow(unused_imports)]
-pub use unix_sets::{PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE};
+pub use unix_sets::{CLONE_PARENT, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE};
 use unix_sets::{kernel_sockets, own_sockets};
 
 // The listener's program of a run that reports what it refused.

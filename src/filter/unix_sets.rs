@@ -1,7 +1,8 @@
 //! The unix filters of the own-sockets policy (rules.rs, through
 //! `#[path]`, so build.rs reads them too): the stub's (`UnixOwn`: stream
 //! and seqpacket sockets, every connect and bind notified, datagram
-//! socketpairs made by the stub, a fence or a subreaper noted) and the
+//! socketpairs made by the stub, a fence, a subreaper or a child made
+//! with `CLONE_PARENT` noted) and the
 //! kernel's (`UnixKernel`: every `AF_UNIX` socket made, nothing notified,
 //! Landlock deciding where each reaches), each on both ways in.
 
@@ -21,6 +22,9 @@ pub const PR_SET_DUMPABLE: u32 = 4;
 /// `prctl(PR_SET_CHILD_SUBREAPER, ...)`: a process taking its orphaned
 /// descendants (the stub tells a fenced process's orphans by it).
 pub const PR_SET_CHILD_SUBREAPER: u32 = 36;
+
+/// `clone`'s flag for a child whose parent is the caller's parent.
+pub const CLONE_PARENT: u32 = 0x8000;
 
 /// `UnixOwn` and `UnixOwnCapabilityFree`.
 pub(super) fn own_sockets(arch: Arch, set: Set) -> Vec<Rule> {
@@ -64,6 +68,20 @@ pub(super) fn own_sockets(arch: Arch, set: Set) -> Vec<Rule> {
     all.push(Rule {
         notify: true,
         ..when_one_of(n.prctl, 0, options)
+    });
+    // A child made with CLONE_PARENT keeps its maker's fence but names
+    // the maker's parent as its own, out of the stub's sight: the stub
+    // refuses it to a process under a fence (issue 67, item 3) and lets
+    // every other go on.
+    // `clone3`, whose flags a filter cannot read, answers ENOSYS in the
+    // namespaces filter, and libc falls back to `clone`.
+    all.push(Rule {
+        nr: n.clone,
+        all_of: vec![Cond::AnyBit {
+            arg: 0,
+            bits: CLONE_PARENT,
+        }],
+        notify: true,
     });
     all
 }

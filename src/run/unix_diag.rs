@@ -23,6 +23,13 @@ pub const DIAG_MISSING: &str = "sock_diag cannot see Unix sockets here (Linux's 
 /// with an empty dump, or with that error. `None` then, so that no socket
 /// is taken for closed and no connect for allowed.
 pub fn open_unix_diag() -> Option<OwnedFd> {
+    try_unix_diag().ok()
+}
+
+/// [`open_unix_diag`], telling the kernel's answer (`Err(None)`: it has
+/// no Unix part) from a failure of the moment (`Err(Some(errno))`: no
+/// descriptor left, say), which a later try may not meet.
+pub fn try_unix_diag() -> Result<OwnedFd, Option<nix::errno::Errno>> {
     const NLM_F_REQUEST: u16 = 1;
     const NLM_F_DUMP: u16 = 0x300;
     let diag = socket(
@@ -31,19 +38,25 @@ pub fn open_unix_diag() -> Option<OwnedFd> {
         SockFlag::SOCK_CLOEXEC,
         SockProtocol::NetlinkSockDiag,
     )
-    .ok()?;
+    .map_err(Some)?;
     // States 0: no socket is listed.
     send(
         diag.as_raw_fd(),
         &request(NLM_F_REQUEST | NLM_F_DUMP, 0, 0, 0, 0),
         MsgFlags::empty(),
     )
-    .ok()?;
+    .map_err(Some)?;
     let mut buf = [0u8; 256];
-    let n = recv(diag.as_raw_fd(), &mut buf, MsgFlags::empty()).ok()?;
+    let n = recv(diag.as_raw_fd(), &mut buf, MsgFlags::empty()).map_err(Some)?;
     // NLMSG_DONE (3): the dump, empty; NLMSG_ERROR (2): no Unix part.
-    let kind = u16::from_ne_bytes(buf.get(4..6)?.try_into().ok()?);
-    (n >= 16 && kind == 3).then_some(diag)
+    let kind = buf
+        .get(4..6)
+        .and_then(|b| b.try_into().ok())
+        .map(u16::from_ne_bytes);
+    match kind {
+        Some(3) if n >= 16 => Ok(diag),
+        _ => Err(None),
+    }
 }
 
 /// A SOCK_DIAG_BY_FAMILY request for AF_UNIX: nlmsghdr (16 bytes) and

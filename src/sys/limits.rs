@@ -1,6 +1,7 @@
 //! The run's task cap's calls (tasks.rs), the stub's: its process limit
 //! read and set, the CPUs it may run on, the kernel's release. Before the
-//! first child, so libc's errno is the stub's own.
+//! first child, so libc's errno is the stub's own. And the stub's
+//! descriptor limit, raised while the command runs (run/sockets/take.rs).
 
 use std::io;
 
@@ -116,4 +117,58 @@ pub fn nap(millis: u32) {
     // (and may write the time left to), borrowed for the call; no mask.
     let _ =
         raw_result(unsafe { syscall6(libc::SYS_ppoll, [0, 0, (&raw const ts) as usize, 0, 8, 0]) });
+}
+
+/// Raises this process's soft `RLIMIT_NOFILE` to its hard one, at most
+/// `most`: the stub's, once a run's connects need more descriptors than
+/// the usual 1,024 (run/sockets/wait.rs). Its children made before keep
+/// their own. The soft limit in force after.
+pub fn raise_descriptor_limit(most: u64) -> u64 {
+    // SAFETY: plain bits; the kernel fills both words.
+    let mut old: libc::rlimit64 = unsafe { std::mem::zeroed() };
+    // SAFETY: no new limit (null); `old` is a whole rlimit64 the kernel
+    // writes, borrowed for the call.
+    if raw_result(unsafe {
+        syscall6(
+            libc::SYS_prlimit64,
+            [
+                0,
+                libc::RLIMIT_NOFILE as usize,
+                0,
+                (&raw mut old) as usize,
+                0,
+                0,
+            ],
+        )
+    })
+    .is_err()
+    {
+        return 1024;
+    }
+    let want = old.rlim_max.min(most).max(old.rlim_cur);
+    if want == old.rlim_cur {
+        return want;
+    }
+    let new = libc::rlimit64 {
+        rlim_cur: want,
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: `new` is a whole rlimit64 the kernel reads, borrowed for the
+    // call; no old limit asked.
+    match raw_result(unsafe {
+        syscall6(
+            libc::SYS_prlimit64,
+            [
+                0,
+                libc::RLIMIT_NOFILE as usize,
+                (&raw const new) as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    }) {
+        Ok(_) => want,
+        Err(_) => old.rlim_cur,
+    }
 }

@@ -13,8 +13,9 @@
 //! notifications, fd passing, another process's memory), `signals`
 //! (masks, waiting, reaping, process groups and the terminal), `sockets`
 //! (the own-sockets policy's calls in the stub), `files`
-//! (the shim's locks, renames and closing), `limits` (the task cap's
-//! process limit, CPUs and kernel release). This file:
+//! (the shim's locks, renames and closing), `inodes` (a socket file's
+//! whole identity and birth, XFS's geometry), `limits` (the task cap's
+//! process limit, CPUs and kernel release; the stub's descriptor limit). This file:
 //! the C `main`, the environment, and small fd helpers.
 #![allow(unsafe_code)]
 
@@ -29,6 +30,7 @@ mod arena;
 mod exec;
 mod files;
 mod gate;
+mod inodes;
 mod limits;
 mod locks;
 mod raw;
@@ -45,6 +47,7 @@ static ALLOCATOR: arena::Arena<{ arena::SIZE }> = arena::Arena::new();
 
 pub use files::*;
 pub use gate::*;
+pub use inodes::*;
 pub use limits::*;
 pub use locks::*;
 pub use raw::*;

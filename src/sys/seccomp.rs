@@ -227,25 +227,15 @@ fn read_remote(pid: libc::pid_t, addr: u64, buf: &mut [u8], to_nul: bool) -> usi
             break;
         };
         let chunk = ((PAGE - at % PAGE) as usize).min(buf.len() - len);
-        let local = libc::iovec {
-            iov_base: buf[len..].as_mut_ptr().cast(),
-            iov_len: chunk,
-        };
-        let remote = libc::iovec {
-            iov_base: at as usize as *mut libc::c_void,
-            iov_len: chunk,
-        };
-        // SAFETY: `local` describes `chunk` writable bytes inside `buf`; the
-        // remote address is only read by the kernel, in the other process.
+        // SAFETY: `chunk` writable bytes inside `buf` from `len` on; the
+        // kernel writes them from the other process's memory at `at`.
         let n = unsafe {
-            libc::syscall(
+            process_vm(
                 libc::SYS_process_vm_readv,
                 pid,
-                &local as *const libc::iovec,
-                1 as libc::c_ulong,
-                &remote as *const libc::iovec,
-                1 as libc::c_ulong,
-                0 as libc::c_ulong,
+                buf[len..].as_mut_ptr(),
+                at,
+                chunk,
             )
         };
         if n <= 0 {
@@ -267,6 +257,67 @@ fn read_remote(pid: libc::pid_t, addr: u64, buf: &mut [u8], to_nul: bool) -> usi
 pub fn read_remote_string(pid: libc::pid_t, addr: u64, buf: &mut [u8]) -> Option<usize> {
     let n = read_remote(pid, addr, buf, true);
     buf[..n].iter().position(|&b| b == 0)
+}
+
+/// Writes `bytes` into another process's memory at `addr`, all or an
+/// error (`process_vm_writev`, which keeps the page protections: `EFAULT`
+/// where the process itself could not write; unlike `/proc/PID/mem`).
+/// At most one page's worth of bytes.
+pub fn write_remote_exact(pid: libc::pid_t, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+    // SAFETY: `bytes`, which `process_vm_writev` only reads (the pointer
+    // is mutable for the iovec's sake); the other process's memory at
+    // `addr` is written, not ours.
+    let n = unsafe {
+        process_vm(
+            libc::SYS_process_vm_writev,
+            pid,
+            bytes.as_ptr().cast_mut(),
+            addr,
+            bytes.len(),
+        )
+    };
+    match n {
+        n if n < 0 => Err(Errno::last()),
+        n if n as usize == bytes.len() => Ok(()),
+        _ => Err(Errno::EFAULT),
+    }
+}
+
+/// `process_vm_readv` or `process_vm_writev` (`nr`) of one range: `len`
+/// bytes at `local` here and at `remote` in process `pid`; the bytes
+/// moved, or -1 (`errno` set).
+///
+/// # Safety
+/// `local` points to `len` bytes of this process that the call may read
+/// (writev) or write (readv).
+unsafe fn process_vm(
+    nr: libc::c_long,
+    pid: libc::pid_t,
+    local: *mut u8,
+    remote: u64,
+    len: usize,
+) -> libc::c_long {
+    let here = libc::iovec {
+        iov_base: local.cast(),
+        iov_len: len,
+    };
+    let there = libc::iovec {
+        iov_base: remote as usize as *mut libc::c_void,
+        iov_len: len,
+    };
+    // SAFETY: both iovecs live on this frame for the call; the caller
+    // vouches for `local`; the remote range is the other process's.
+    unsafe {
+        libc::syscall(
+            nr,
+            pid,
+            &here as *const libc::iovec,
+            1 as libc::c_ulong,
+            &there as *const libc::iovec,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    }
 }
 
 /// Reads exactly `buf.len()` bytes from another process's memory at

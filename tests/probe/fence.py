@@ -51,6 +51,17 @@ assert libc.prctl(38, 1, 0, 0, 0) == 0
 assert libc.syscall(446, ruleset, 0) == 0, ctypes.get_errno()
 
 print("after=" + tcp(), flush=True)
+# A child made with CLONE_PARENT keeps the fence but names this process's
+# parent as its own (issue 67, item 3). A raw clone with no new stack
+# goes on as a fork does.
+CLONE_PARENT, SIGCHLD = 0x8000, 17
+clone = {"x86_64": 56, "aarch64": 220}[os.uname().machine]
+kid = libc.syscall(clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0)
+if kid == 0:
+    print("clone-parent=" + tcp(), flush=True)
+    os._exit(0)
+if kid < 0:
+    print("clone-parent=errno:%d" % ctypes.get_errno(), flush=True)
 print("unix-after=" + connect(socket.AF_UNIX, "\0fence-%d" % os.getpid()), flush=True)
 os.write(w, b"x")
 os.waitpid(sibling, 0)

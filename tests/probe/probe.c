@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/xattr.h>
 #include <sys/socket.h>
@@ -658,6 +659,8 @@ static int observe_collect(const char *path, char **cmd) {
  *                              and to nothing else (a container-like policy
  *                              on unshare itself)
  * and bench (above). */
+static int pair_race(void);
+
 static int wrapper(int argc, char **argv) {
   if (argc > 3 && !strcmp(argv[1], "with-abstract")) {
     int l = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -760,11 +763,85 @@ static int wrapper(int argc, char **argv) {
     printf("squat=%s\n", found ? "present" : "absent");
     return WIFEXITED(st) ? WEXITSTATUS(st) : 125;
   }
+  /* loose-unix NAME CMD...: CMD with fd 3 an unconnected Unix stream
+   * socket made here, while a listener here holds the abstract NAME and
+   * answers "HOST" (issue 67: an inherited socket's connect to a name
+   * the run also bound). */
+  if (argc > 3 && !strcmp(argv[1], "loose-unix")) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(argv[2]);
+    if (n + 1 > sizeof a.sun_path) return 125;
+    memcpy(a.sun_path + 1, argv[2], n);
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l < 0 || bind(l, (struct sockaddr *)&a, len) || listen(l, 8)) return perror("listen"), 125;
+    pid_t server = fork();
+    if (server == 0) {
+      for (;;) {
+        int c = accept(l, 0, 0);
+        if (c >= 0) { (void)!write(c, "HOST", 4); close(c); }
+      }
+    }
+    int loose = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (loose < 0 || dup2(loose, 3) != 3) return perror("loose"), 125;
+    pid_t child = fork();
+    if (child == 0) {
+      execvp(argv[3], argv + 3);
+      _exit(127);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    kill(server, SIGKILL);
+    waitpid(server, 0, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 125;
+  }
+  /* pair-race: 2,000 datagram socketpairs, each into a fresh page that
+   * another thread makes read-only and seals (mseal, where the kernel has
+   * it) while the call waits: "pair-race=N" for the calls that succeeded
+   * although the page was read-only before they returned (issue 67: the
+   * stub wrote through the protection). */
+  if (argc > 1 && !strcmp(argv[1], "pair-race"))
+    return pair_race();
   if (argc > 3 && !strcmp(argv[1], "observe-collect"))
     return observe_collect(argv[2], argv + 3);
   if (argc > 3 && !strcmp(argv[1], "bench"))
     return bench(atoi(argv[2]), argc - 3, argv + 3);
   return -1;
+}
+
+static int *race_sv;
+static volatile int race_go, race_seen, race_delay;
+
+static void *race_protect(void *unused) {
+  (void)unused;
+  while (!race_go) {}
+  struct timespec t = {0, race_delay};
+  if (race_delay) nanosleep(&t, 0);
+  mprotect(race_sv, 4096, PROT_READ);
+  syscall(462, race_sv, 4096, 0); /* mseal (Linux 6.10), ENOSYS before */
+  race_seen = race_sv[0];
+  return 0;
+}
+
+static int pair_race(void) {
+  int through = 0;
+  for (int i = 0; i < 2000; i++) {
+    race_sv = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (race_sv == MAP_FAILED) return 125;
+    race_sv[0] = race_sv[1] = -1;
+    race_go = 0;
+    race_delay = (i * 37) % 200000;
+    pthread_t t;
+    pthread_create(&t, 0, race_protect, 0);
+    race_go = 1;
+    int r = socketpair(AF_UNIX, SOCK_DGRAM, 0, race_sv);
+    pthread_join(t, 0);
+    if (r == 0 && race_seen == -1 && race_sv[0] != -1) through++;
+    if (r == 0 && race_sv[0] >= 0) { close(race_sv[0]); close(race_sv[1]); }
+    munmap(race_sv, 4096);
+  }
+  printf("pair-race=%d\n", through);
+  return 0;
 }
 
 int main(int argc, char **argv) {

@@ -5,6 +5,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd};
 
+use nix::errno::Errno;
 use nix::sys::stat::fstat;
 
 use super::diag::diag_one;
@@ -23,6 +24,9 @@ pub(super) const BOUND_MAX: usize = 1 << 16;
 /// A socket a process of the run bound.
 pub(super) struct Bound {
     pub(super) ino: u32,
+    /// When its first bind was asked (the coarse real-time clock): its
+    /// file, if it has one, was born after (identity.rs).
+    pub(super) since: (i64, u32),
     /// Where it is bound, once sock_diag has shown it.
     pub(super) at: Option<At>,
 }
@@ -37,12 +41,48 @@ impl Sockets {
     /// any free name (issue 55, item 4). Made by the stub, so no other
     /// socket can take the checked one's descriptor number meanwhile. True
     /// when the call was answered here; the rest go on (a path is the
-    /// file system's to allow, wherever the socket was made).
+    /// file system's to allow, wherever the socket was made; another
+    /// family's bind the kernel's).
+    ///
+    /// Nothing goes on unchecked (issue 67, item 5): a socket the stub
+    /// cannot take (no descriptor left, the number closed) is answered
+    /// with the error, since another thread could put an outside socket
+    /// at that number before a bind let go on would run. (The inherited
+    /// outside sockets are given a name before the command starts, so a
+    /// socket swapped in after the check cannot take one either:
+    /// kernel.rs.)
     pub(super) fn bind(&mut self, listener: BorrowedFd<'_>, notif: &libc::seccomp_notif) -> bool {
-        let Ok(sock) = self.take(listener, notif, notif.data.args[0]) else {
-            return false;
+        let since = sys::coarse_realtime();
+        let sock = match self.take(listener, notif, notif.data.args[0]) {
+            Ok(sock) => sock,
+            Err(e) => {
+                let answer = match e {
+                    Errno::EBADF | Errno::ESRCH => e,
+                    _ => {
+                        self.note_refused_call(
+                            notif.pid as libc::pid_t,
+                            format!("the socket: the sandbox could not take it ({})", e.desc()),
+                            "bind",
+                            None,
+                        );
+                        super::REFUSED
+                    }
+                };
+                let _ = sys::notif_answer(listener, notif.id, Err(answer));
+                return true;
+            }
         };
         let unix = sys::socket_int(sock.as_fd(), libc::SO_DOMAIN) == Ok(libc::AF_UNIX);
+        if !unix && !self.inherited_named() {
+            self.note_refused_call(
+                notif.pid as libc::pid_t,
+                "the socket: the sandbox could not name the inherited ones first".into(),
+                "bind",
+                None,
+            );
+            let _ = sys::notif_answer(listener, notif.id, Err(super::REFUSED));
+            return true;
+        }
         let unnamed = sys::socket_name(sock.as_fd()).is_ok_and(|n| n.len() <= PATH_AT);
         if let (true, true, Ok(cookie), Ok(st)) = (
             unix,
@@ -50,13 +90,34 @@ impl Sockets {
             sys::socket_cookie(sock.as_fd()),
             fstat(&sock),
         ) {
-            self.note_bound(cookie, &st);
+            self.note_bound(cookie, &st, since);
         }
         unix && self.abstract_bind(listener, notif, sock.as_fd())
     }
 
+    /// Another family's bind goes on, and the kernel reads its
+    /// descriptor number again then: another thread could put a Unix
+    /// socket made outside the run's network namespace there, with an
+    /// abstract address, and the name would be taken in that namespace
+    /// (issue 67, item 5). So before the first one, each such socket the
+    /// run inherited (every one reaches the command through the stub's
+    /// table, which keeps them) is given a name of the kernel's choosing,
+    /// and takes no second (kernel.rs). Whether that is done.
+    fn inherited_named(&mut self) -> bool {
+        if self.inherited.is_none() {
+            // Before Linux 5.14 no socket says where it was made: an
+            // abstract bind is let go on there anyway (abstract_bind).
+            self.inherited = match self.run_netns() {
+                Ok(Some(run)) => super::kernel::inherited(Some(run), Some(self.proc_dir())).ok(),
+                Ok(None) => Some(0),
+                Err(_) => None,
+            };
+        }
+        self.inherited.is_some()
+    }
+
     /// Notes a socket the run binds: by `cookie`, within the map's room.
-    fn note_bound(&mut self, cookie: u64, st: &libc::stat) {
+    fn note_bound(&mut self, cookie: u64, st: &libc::stat, since: (i64, u32)) {
         if self.bound.contains_key(&cookie) {
             return;
         }
@@ -74,6 +135,7 @@ impl Sockets {
             cookie,
             Bound {
                 ino: st.st_ino as u32,
+                since,
                 at: None,
             },
         );
@@ -89,34 +151,45 @@ impl Sockets {
         let args = notif.data.args;
         let len = args[2] as u32 as usize;
         let mut addr = [0u8; super::ADDR_MAX];
-        if !(PATH_AT..=super::ADDR_MAX).contains(&len)
-            || sys::read_remote_exact(notif.pid as libc::pid_t, args[1], &mut addr[..len]).is_none()
+        // What the kernel would answer for an address it cannot take: the
+        // bind is not let go on to read it again.
+        let early = if !(PATH_AT..=super::ADDR_MAX).contains(&len) {
+            Some(Errno::EINVAL)
+        } else if sys::read_remote_exact(notif.pid as libc::pid_t, args[1], &mut addr[..len])
+            .is_none()
         {
-            return false;
+            Some(Errno::EFAULT)
+        } else {
+            None
+        };
+        if let Some(e) = early {
+            let _ = sys::notif_answer(listener, notif.id, Err(e));
+            return true;
         }
         let addr = &addr[..len];
         if len > PATH_AT && addr[PATH_AT] != 0 {
             return false;
         }
-        if self.netns.is_none() {
-            self.netns = self.diag().and_then(|d| sys::socket_netns_cookie(d).ok());
-        }
-        // Before Linux 5.14 the kernel cannot say where a socket was made
-        // (nor without sock_diag, where every connect is refused anyway):
-        // as before.
-        let (Some(run), Ok(made_in)) = (self.netns, sys::socket_netns_cookie(sock)) else {
-            return false;
-        };
-        let answer = if made_in == run {
-            sys::bind_bytes(sock, addr)
-        } else {
-            let name = String::from_utf8_lossy(addr.get(PATH_AT + 1..).unwrap_or_default());
-            self.note_refused_call(
-                notif.pid as libc::pid_t,
-                format!("@{name} on a socket of another network namespace"),
-                "bind",
-            );
-            Err(super::REFUSED)
+        // Before Linux 5.14 the kernel cannot say where a socket was made:
+        // as before, the bind goes on.
+        let answer = match self.run_netns() {
+            Ok(None) => return false,
+            Ok(Some(_)) => match self.made_in_run(sock) {
+                Ok(true) => sys::bind_bytes(sock, addr),
+                Ok(false) => {
+                    let name = String::from_utf8_lossy(addr.get(PATH_AT + 1..).unwrap_or_default());
+                    self.note_refused_call(
+                        notif.pid as libc::pid_t,
+                        format!("@{name} on a socket of another network namespace"),
+                        "bind",
+                        None,
+                    );
+                    Err(super::REFUSED)
+                }
+                Err(e) => Err(e),
+            },
+            // No descriptor to ask with: refused, never let go on.
+            Err(e) => Err(e),
         };
         let _ = sys::notif_answer(listener, notif.id, answer);
         true
@@ -140,27 +213,23 @@ impl Sockets {
             });
     }
 
-    /// Whether a socket the run bound is bound at `at` now (sock_diag);
-    /// sockets gone are forgotten.
-    pub(super) fn is_ours(&mut self, at: &At) -> bool {
-        let mut found = false;
+    /// Whether a socket the run bound is bound at `at` now (sock_diag):
+    /// when its bind was asked, if so. Sockets gone are forgotten.
+    pub(super) fn is_ours(&mut self, at: &At) -> Option<(i64, u32)> {
+        let mut found = None;
         if self.bound.is_empty() {
-            return false;
+            return None;
         }
-        if self.diag().is_none() {
-            return false;
-        }
-        let Some(diag) = self.diag.as_ref().map(|d| d.as_fd()) else {
-            return false;
-        };
+        self.diag()?;
+        let diag = self.diag.as_ref().map(|d| d.as_fd())?;
         self.bound.retain(|&cookie, b| {
-            if found {
+            if found.is_some() {
                 return true;
             }
             match diag_one(diag, b.ino, cookie) {
                 Some(now) => {
                     if let Some(now) = now {
-                        found = &now == at;
+                        found = (&now == at).then_some(b.since);
                         b.at = Some(now);
                     }
                     true

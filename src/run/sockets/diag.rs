@@ -74,18 +74,17 @@ pub(super) fn diag_one(diag: BorrowedFd<'_>, ino: u32, cookie: u64) -> Option<Op
 /// superblock's device. `stat` gives the same but on btrfs, whose files
 /// show their subvolume's device: there the mount's line in the
 /// command's `mountinfo` (under the caller's `/proc`) gives the
-/// superblock's (issue 55: on btrfs every own pathname socket was
-/// refused).
+/// superblock's (issue 55), so that a socket of the run there is found,
+/// and refused with the reason (identity.rs: the report cannot tell
+/// btrfs's subvolumes apart).
 pub(super) fn file_system(
     file: &OwnedFd,
-    st: &libc::stat,
+    dev: u64,
+    btrfs: bool,
     proc_dir: BorrowedFd<'_>,
     pid: libc::pid_t,
 ) -> (u32, u32) {
-    const BTRFS_SUPER_MAGIC: i64 = 0x9123_683e;
-    let stat_dev = (libc::major(st.st_dev), libc::minor(st.st_dev));
-    let btrfs = nix::sys::statfs::fstatfs(file)
-        .is_ok_and(|f| f.filesystem_type().0 as i64 == BTRFS_SUPER_MAGIC);
+    let stat_dev = (libc::major(dev), libc::minor(dev));
     if !btrfs {
         return stat_dev;
     }

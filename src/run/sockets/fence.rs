@@ -23,6 +23,13 @@ use crate::sys;
 /// How far up the parent links a look goes (a deeper tree is taken for
 /// fenced).
 const DEPTH: usize = 4096;
+/// The most fenced processes and orphan takers kept (issue 67, item 8):
+/// from [`ROOM`] on, the ones that have ended are forgotten whenever a
+/// list doubles (a fenced process's descendants are orphans then, under
+/// one that takes them), and duplicates are never kept. A run with more
+/// live ones than this has every connect refused from then on.
+const MOST: usize = 4096;
+const ROOM: usize = 64;
 
 /// A process: its pid (in the stub's view) and its start time, in clock
 /// ticks since boot.
@@ -34,12 +41,14 @@ pub(super) struct Fences {
     fenced: Vec<Known>,
     /// The processes that take orphans: the run's reaper (any start
     /// time: 0; pid 0: the stub), and each that asked to be a subreaper.
-    reapers: Vec<Known>,
+    takers: Vec<Known>,
+    /// The lists' length at which ended processes are looked for.
+    room: usize,
     /// The clock, in ticks since boot and rounded down, at the first
     /// fence: a process started before it descends from no fence.
     since: Option<u64>,
-    /// A fence or a subreaper whose process could not be read: every
-    /// connect is refused from then on.
+    /// A fence or a taker whose process could not be read, or more than
+    /// [`MOST`] of them alive: every connect is refused from then on.
     blind: bool,
 }
 
@@ -53,12 +62,16 @@ impl Fences {
         let now = boot_ticks(proc_dir);
         if self.since.is_none() {
             match init(proc_dir) {
-                Some(reaper) => self.reapers.push((reaper, 0)),
+                Some(reaper) => self.takers.push((reaper, 0)),
                 None => self.blind = true,
             }
         }
         match known(proc_dir, tid) {
-            Some(p) => self.fenced.push(p),
+            Some(p) if !self.fenced.contains(&p) => {
+                self.fenced.push(p);
+                self.keep_bounded(proc_dir);
+            }
+            Some(_) => {}
             None => self.blind = true,
         }
         self.since = Some(self.since.map_or(now, |s| s.min(now)));
@@ -67,8 +80,39 @@ impl Fences {
     /// The thread `tid` asks to take its orphaned descendants.
     pub(super) fn subreaper(&mut self, proc_dir: RawFd, tid: libc::pid_t) {
         match known(proc_dir, tid) {
-            Some(p) => self.reapers.push(p),
+            Some(p) if !self.takers.contains(&p) => {
+                self.takers.push(p);
+                self.keep_bounded(proc_dir);
+            }
+            Some(_) => {}
             None => self.blind = true,
+        }
+    }
+
+    /// Whether the thread `tid` may make a child with `CLONE_PARENT`
+    /// (issue 67, item 3): not if it may be under a fence. Such a child
+    /// keeps the fence but names `tid`'s parent as its own, and nothing
+    /// the stub can read tells it from that parent's other children.
+    pub(super) fn may_clone_parent(&self, proc_dir: RawFd, tid: libc::pid_t) -> bool {
+        !self.holds(proc_dir, tid)
+    }
+
+    /// Forgets the processes that have ended whenever a list reaches its
+    /// room (the run's reaper, any start time, stays); past [`MOST`] live
+    /// ones, blind.
+    fn keep_bounded(&mut self, proc_dir: RawFd) {
+        if self.fenced.len().max(self.takers.len()) < self.room.max(ROOM) {
+            return;
+        }
+        let alive = |&(pid, start): &Known| {
+            start == 0 || stat(proc_dir, pid).is_some_and(|(_, now)| now == start)
+        };
+        self.fenced.retain(alive);
+        self.takers.retain(alive);
+        let longest = self.fenced.len().max(self.takers.len());
+        self.room = (2 * longest).clamp(ROOM, MOST);
+        if longest >= MOST {
+            self.blind = true;
         }
     }
 
@@ -99,15 +143,34 @@ impl Fences {
             let Some((grand, parent_start)) = stat(proc_dir, parent).filter(|_| parent > 0) else {
                 return true;
             };
-            if self.reapers.iter().any(|&(p, s)| {
+            // The parent takes orphans: this one may be a fenced one's.
+            if self.takers.iter().any(|&(p, s)| {
                 (p == parent || p == 0 && parent == me) && (s == 0 || s == parent_start)
             }) {
+                return true;
+            }
+            // The first process of a PID namespace takes that namespace's
+            // orphans (issue 67, item 4: a root command's own namespace).
+            if first_of_its_namespace(proc_dir, parent) {
                 return true;
             }
             (pid, parent, start) = (parent, grand, parent_start);
         }
         true
     }
+}
+
+/// Whether `pid` is PID 1 of the innermost PID namespace it is in
+/// (`NSpid`'s last number), or unreadable.
+fn first_of_its_namespace(proc_dir: RawFd, pid: libc::pid_t) -> bool {
+    let Some(status) = read(proc_dir, pid, "status") else {
+        return true;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .and_then(|ids| ids.split_whitespace().last())
+        .is_none_or(|inner| inner == "1")
 }
 
 /// The process of the thread `tid`: its thread group's leader and that

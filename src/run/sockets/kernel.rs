@@ -101,9 +101,10 @@ pub fn note(named: &[String]) -> String {
 /// any free one. Each such socket with no name yet is given one of the
 /// kernel's choosing here, before the command runs: the kernel takes no
 /// second bind of it (`EINVAL`). The `SRT_DEBUG` line (empty: none
-/// named); an error ends the run.
+/// named); an error ends the run. (Where the stub holds the policy it
+/// does the same at the first bind it lets go on: bound.rs.)
 pub fn name_inherited() -> Result<String, std::io::Error> {
-    let named = inherited().map_err(std::io::Error::other)?;
+    let named = inherited(None, None).map_err(std::io::Error::other)?;
     Ok(if named == 0 {
         String::new()
     } else {
@@ -114,9 +115,22 @@ pub fn name_inherited() -> Result<String, std::io::Error> {
     })
 }
 
-fn inherited() -> Result<usize, String> {
-    let dir = sys::open_path(c"/proc/self/fd", libc::O_DIRECTORY)
-        .map_err(|e| format!("/proc/self/fd: {}", e.desc()))?;
+/// The Unix sockets of this process's table that were made outside the
+/// network namespace `run` (the cookie; `None`: this one's, asked of a
+/// socket made here) and have no name yet, each given one of the
+/// kernel's choosing: how many. `proc`: the `/proc` this process has an
+/// entry in (the stub's, once init has mounted its own), else
+/// `/proc/self`.
+pub fn inherited(run: Option<u64>, proc: Option<RawFd>) -> Result<usize, String> {
+    let dir = match proc {
+        Some(proc) => {
+            let fds = std::ffi::CString::new(format!("{}/fd", sys::raw_getpid()))
+                .map_err(|e| e.to_string())?;
+            sys::open_at(proc, &fds, libc::O_DIRECTORY | libc::O_RDONLY, 0).map(sys::owned)
+        }
+        None => sys::open_path(c"/proc/self/fd", libc::O_DIRECTORY),
+    }
+    .map_err(|e| format!("/proc/self/fd: {}", e.desc()))?;
     let mut fds = Vec::new();
     let mut buf = [0u8; 1024];
     sys::each_name(dir.as_raw_fd(), &mut buf, |name| {
@@ -134,15 +148,20 @@ fn inherited() -> Result<usize, String> {
     if inherited.is_empty() {
         return Ok(0);
     }
-    let here = nix::sys::socket::socket(
-        nix::sys::socket::AddressFamily::Unix,
-        nix::sys::socket::SockType::Stream,
-        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
-        None,
-    )
-    .map_err(|e| format!("socket: {}", e.desc()))?;
-    let run = sys::socket_netns_cookie(std::os::fd::AsFd::as_fd(&here))
-        .map_err(|e| format!("SO_NETNS_COOKIE: {}", e.desc()))?;
+    let run = match run {
+        Some(run) => run,
+        None => {
+            let here = nix::sys::socket::socket(
+                nix::sys::socket::AddressFamily::Unix,
+                nix::sys::socket::SockType::Stream,
+                nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+                None,
+            )
+            .map_err(|e| format!("socket: {}", e.desc()))?;
+            sys::socket_netns_cookie(std::os::fd::AsFd::as_fd(&here))
+                .map_err(|e| format!("SO_NETNS_COOKIE: {}", e.desc()))?
+        }
+    };
     let mut named = 0;
     for (fd, netns) in inherited.into_iter().filter(|&(_, ns)| ns != run) {
         match sys::autobind(fd) {

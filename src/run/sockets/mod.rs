@@ -26,13 +26,10 @@
 //! Anything else gets EACCES ([`REFUSED`]), and is counted for the
 //! refusal report.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat, openat2};
-use nix::sys::stat::{Mode, SFlag, fstat};
 
 use crate::filter::rules;
 use crate::run::observe::Observer;
@@ -47,8 +44,10 @@ use crate::sys;
 pub const REFUSED: Errno = Errno::EACCES;
 
 mod bound;
+mod connect;
 mod diag;
 mod fence;
+mod identity;
 pub mod kernel;
 mod pair;
 mod start;
@@ -57,7 +56,6 @@ mod wait;
 
 use bound::Bound;
 pub use wait::Pending;
-use wait::{Made, Wait, connect_now, later};
 
 /// `sizeof(struct sockaddr_storage)`: the kernel refuses a longer address.
 const ADDR_MAX: usize = 128;
@@ -65,6 +63,17 @@ const ADDR_MAX: usize = 128;
 const PATH_AT: usize = 2;
 /// How many refusals are kept with their details (all are counted).
 const KEPT: usize = 16;
+/// The most connects answered later at once (issue 67, item 5: each
+/// holds a descriptor of the stub's): from [`PENDING_FLOOR`] on, those
+/// whose callers have gone (killed, or their call given up) are dropped
+/// whenever the list doubles, and a new connect finding it full of live
+/// ones is refused (`EAGAIN`, said), never made unwatched.
+const PENDING_FLOOR: usize = 64;
+const PENDING_MAX: usize = 4096;
+/// The stub's soft descriptor limit once a run needs more than it had
+/// (take.rs): room for every pending connect, its file, and the run's
+/// other descriptors.
+const DESCRIPTORS: u64 = 3 * PENDING_MAX as u64;
 
 /// A refused connect, for `SRT_DEBUG` and the refusal report.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,6 +85,9 @@ pub struct Refusal {
     /// The call refused: `connect`, or `bind` (an abstract name on a
     /// socket made in another network namespace).
     pub call: &'static str,
+    /// Why, where the answer is not plain from the target: a socket of
+    /// the run the kernel's report cannot prove (identity.rs).
+    pub why: Option<String>,
 }
 
 /// A host socket the user named: its path, and the inode it led to when
@@ -118,16 +130,19 @@ pub struct Sockets {
     bind_nr: i32,
     prctl_nr: i32,
     socketpair_nr: i32,
+    clone_nr: i32,
     /// The processes under a Landlock fence of their own (fence.rs).
     fences: fence::Fences,
     /// Datagram socketpairs made as sequenced-packet ones (pair.rs).
     pub pairs: u64,
     /// Connects refused because a fence was on the process.
     pub fenced: u64,
-    /// The run's network namespace: `SO_NETNS_COOKIE` of the stub's
-    /// sock_diag socket (made in it), asked at the first abstract bind;
-    /// `None` before, or before Linux 5.14.
-    netns: Option<u64>,
+    /// The run's network namespace (start.rs, `run_netns`): `None` until
+    /// asked, then its cookie, or `None` before Linux 5.14.
+    netns: Option<Option<u64>>,
+    /// The inherited sockets of another network namespace given a name,
+    /// once a bind of another family was let go on (bound.rs): how many.
+    pub inherited: Option<usize>,
     /// `PR_SET_DUMPABLE 0` calls answered without being made.
     pub kept_dumpable: u64,
     /// The sockets the run bound, by cookie (a socket's cookie is unique
@@ -139,6 +154,10 @@ pub struct Sockets {
     /// one is refused).
     pub unnoted: u64,
     pub pending: Vec<Pending>,
+    /// The pending list's length at which gone callers are looked for.
+    pending_room: usize,
+    /// The stub's descriptor limit was raised (take.rs).
+    raised: bool,
     /// Connects made for a Unix socket of the run.
     pub allowed: u64,
     /// Connects refused; the first [`KEPT`] of them.
@@ -185,6 +204,22 @@ impl Sockets {
             let _ = sys::notif_continue(listener, notif.id);
             return After::Done;
         }
+        if nr == self.clone_nr {
+            // Only with CLONE_PARENT (the filter's condition): refused to
+            // a process that may be under a fence (fence.rs).
+            if self.fences.may_clone_parent(self.proc_dir.as_raw_fd(), tid) {
+                let _ = sys::notif_continue(listener, notif.id);
+            } else {
+                self.note_refused_call(
+                    tid,
+                    "CLONE_PARENT: the process keeps a Landlock fence".into(),
+                    "clone",
+                    None,
+                );
+                let _ = sys::notif_answer(listener, notif.id, Err(Errno::EPERM));
+            }
+            return After::Done;
+        }
         if nr == rules::LANDLOCK_RESTRICT_SELF as i32 {
             // Noted before it holds: a connect after it is never made.
             self.fences.fence(self.proc_dir.as_raw_fd(), tid);
@@ -199,6 +234,16 @@ impl Sockets {
         if nr != self.connect_nr {
             return After::NotMine;
         }
+        if !self.room_to_wait(listener) {
+            self.note_refused_call(
+                tid,
+                format!("any address: {PENDING_MAX} connects of the run are in progress"),
+                "connect",
+                None,
+            );
+            let _ = sys::notif_answer(listener, notif.id, Err(Errno::EAGAIN));
+            return After::Done;
+        }
         match self.connect(listener, notif) {
             Ok(Some(p)) => self.pending.push(p),
             Ok(None) => {}
@@ -209,169 +254,37 @@ impl Sockets {
         After::Done
     }
 
-    /// Decides and makes one connect: `Ok(None)` answered, `Ok(Some)` to
-    /// be answered later, `Err` the errno to answer.
-    fn connect(
+    /// Whether a connect may be made that could be answered later: the
+    /// pending list has room, once the connects whose callers have gone
+    /// are dropped (whenever it has doubled since).
+    fn room_to_wait(&mut self, listener: BorrowedFd<'_>) -> bool {
+        if self.pending.len() >= self.pending_room {
+            self.pending.retain(|p| sys::notif_id_valid(listener, p.id));
+            self.pending_room = (2 * self.pending.len()).clamp(PENDING_FLOOR, PENDING_MAX);
+        }
+        self.pending.len() < PENDING_MAX
+    }
+
+    pub(super) fn note_refusal(&mut self, pid: libc::pid_t, target: String) {
+        self.note_refused_call(pid, target, "connect", None);
+    }
+
+    pub(super) fn note_refused_call(
         &mut self,
-        listener: BorrowedFd<'_>,
-        notif: &libc::seccomp_notif,
-    ) -> Result<Option<Pending>, Errno> {
-        let args = notif.data.args;
-        let pid = notif.pid as libc::pid_t;
-        if self.fences.holds(self.proc_dir.as_raw_fd(), pid) {
-            self.fenced += 1;
-            self.note_refusal(
-                pid,
-                "any address: the process keeps a Landlock fence".into(),
-            );
-            return Err(REFUSED);
-        }
-        let sock = self.take(listener, notif, args[0]).map_err(|e| match e {
-            Errno::ESRCH => Errno::ESRCH,
-            _ => Errno::EBADF,
-        })?;
-        let family = sys::socket_int(sock.as_fd(), libc::SO_DOMAIN)?;
-        let len = args[2] as u32 as i32;
-        let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
-        if len > ADDR_MAX {
-            return Err(Errno::EINVAL);
-        }
-        let mut addr = [0u8; ADDR_MAX];
-        sys::read_remote_exact(pid, args[1], &mut addr[..len]).ok_or(Errno::EFAULT)?;
-        let addr = &addr[..len];
-        if family != libc::AF_UNIX {
-            return Ok(later(
-                notif.id,
-                connect_now(listener, notif.id, sock, addr, true)?,
-            ));
-        }
-        if addr.len() <= PATH_AT || u16::from_ne_bytes([addr[0], addr[1]]) != libc::AF_UNIX as u16 {
-            return Err(Errno::EINVAL);
-        }
-        let name = &addr[PATH_AT..];
-        // A datagram socket (one from outside: the filter refuses making
-        // them) would reach journald and syslog.
-        let datagram = sys::socket_int(sock.as_fd(), libc::SO_TYPE) == Ok(libc::SOCK_DGRAM);
-        if name[0] == 0 {
-            let at = At::Abstract(name[1..].to_vec());
-            if datagram || !self.is_ours(&at) {
-                return Err(self.refuse(pid, &at));
-            }
-            self.allowed += 1;
-            return Ok(later(
-                notif.id,
-                connect_now(listener, notif.id, sock, addr, false)?,
-            ));
-        }
-        let path = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-        // A magic link (`/proc/PID/fd/N`) is refused: the stub follows
-        // none, and what it leads to was never decided on.
-        // procfs holds no socket file: a path into it reaches one only
-        // through a magic link (`/proc/self` itself is one the stub, in
-        // another PID namespace, cannot follow for the command).
-        let file = match self.resolve(pid, path) {
-            Err(Errno::ELOOP | Errno::EXDEV) => return Err(self.refuse_path(pid, path)),
-            Err(_) if path.starts_with(b"/proc/") => return Err(self.refuse_path(pid, path)),
-            other => other?,
-        };
-        let st = fstat(&file)?;
-        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFSOCK {
-            return Err(Errno::ECONNREFUSED);
-        }
-        let named = !datagram && self.is_named(&st);
-        if !named {
-            // sock_diag reports the low 32 bits of the inode number: a
-            // socket file whose number needs more (XFS above ~2 TiB, big
-            // NFS exports) cannot be told from one of the run's whose low
-            // bits are the same, so no decision is made on it: refused
-            // (issue 55: a command bound sockets until one matched a host
-            // socket's low bits, then reached the host socket).
-            if datagram || st.st_ino > u64::from(u32::MAX) {
-                return Err(self.refuse_path(pid, path));
-            }
-            let at = At::File {
-                dev: diag::file_system(&file, &st, self.proc_dir.as_fd(), pid),
-                ino: st.st_ino,
-            };
-            if !self.is_ours(&at) {
-                return Err(self.refuse_path(pid, path));
-            }
-        }
-
-        // Through /proc/self/fd of the descriptor checked: the socket file
-        // connected to is the one decided on, whatever the path now names.
-        let through = format!("self/fd/{}", file.as_raw_fd());
-        let mut un = Vec::with_capacity(PATH_AT + through.len() + 1);
-        un.extend_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
-        un.extend_from_slice(through.as_bytes());
-        un.push(0);
-        if named {
-            self.to_named += 1;
-        } else {
-            self.allowed += 1;
-        }
-        let made = self.through_proc(listener, notif.id, sock, &un)?;
-        Ok(match made {
-            Made::Later(sock, Wait::Backlog { addr, .. }) => Some(Pending {
-                id: notif.id,
-                sock,
-                wait: Wait::Backlog {
-                    addr,
-                    _file: Some(file),
-                },
-            }),
-            other => later(notif.id, other),
-        })
-    }
-
-    /// `path` as the process `pid` would find it: from its root or its
-    /// working folder, no magic link followed (a `/proc/PID/fd` link
-    /// would lead the stub to its own descriptors), `O_PATH`.
-    fn resolve(&self, pid: libc::pid_t, path: &[u8]) -> Result<OwnedFd, Errno> {
-        let (from, rel, how) = if path.starts_with(b"/") {
-            ("root", &path[1..], ResolveFlag::RESOLVE_IN_ROOT)
-        } else {
-            ("cwd", path, ResolveFlag::empty())
-        };
-        let base = openat(
-            self.proc_dir.as_fd(),
-            format!("{pid}/{from}").as_str(),
-            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )?;
-        let rel = if rel.is_empty() { &b"."[..] } else { rel };
-        openat2(
-            base.as_fd(),
-            std::ffi::OsStr::from_bytes(rel),
-            OpenHow::new()
-                .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
-                .resolve(how | ResolveFlag::RESOLVE_NO_MAGICLINKS),
-        )
-    }
-
-    fn refuse(&mut self, pid: libc::pid_t, at: &At) -> Errno {
-        let target = match at {
-            At::Abstract(name) => format!("@{}", String::from_utf8_lossy(name)),
-            At::File { .. } => String::new(),
-        };
-        self.note_refusal(pid, target);
-        REFUSED
-    }
-
-    fn refuse_path(&mut self, pid: libc::pid_t, path: &[u8]) -> Errno {
-        self.note_refusal(pid, String::from_utf8_lossy(path).into_owned());
-        REFUSED
-    }
-
-    fn note_refusal(&mut self, pid: libc::pid_t, target: String) {
-        self.note_refused_call(pid, target, "connect");
-    }
-
-    fn note_refused_call(&mut self, pid: libc::pid_t, target: String, call: &'static str) {
+        pid: libc::pid_t,
+        target: String,
+        call: &'static str,
+        why: Option<String>,
+    ) {
         self.refused += 1;
         if self.refusals.len() < KEPT {
             let who = crate::run::report::who_at(self.proc_dir.as_raw_fd(), pid);
-            self.refusals.push(Refusal { who, target, call });
+            self.refusals.push(Refusal {
+                who,
+                target,
+                call,
+                why,
+            });
         }
     }
 }

@@ -64,6 +64,13 @@ impl Sockets {
         if self.diag_missing {
             note.push_str(&format!("; {}", crate::run::unix_diag::DIAG_MISSING));
         }
+        if let Some(n) = self.inherited.filter(|&n| n > 0) {
+            note.push_str(&format!(
+                "; {n} inherited socket(s) of another network namespace given a name of the \
+                 kernel's choosing at the first bind of another family (no command can bind one \
+                 to a name there)"
+            ));
+        }
         if self.kept_dumpable > 0 {
             note.push_str(&format!(
                 "; {} prctl(PR_SET_DUMPABLE, 0) answered without being made (the \
@@ -86,6 +93,9 @@ impl Sockets {
                 r.who.pid.map_or("?".to_string(), |p| p.to_string()),
                 crate::run::report::printable(&r.target, 64)
             ));
+            if let Some(why) = &r.why {
+                note.push_str(&format!(" ({why})"));
+            }
         }
         note
     }
@@ -135,15 +145,19 @@ impl Sockets {
             bind_nr: bind_nr as i32,
             prctl_nr: rules::numbers(filter::ARCH).prctl as i32,
             socketpair_nr: rules::numbers(filter::ARCH).socketpair as i32,
+            clone_nr: rules::numbers(filter::ARCH).clone as i32,
             fences: Default::default(),
             pairs: 0,
             fenced: 0,
             netns: None,
+            inherited: None,
             kept_dumpable: 0,
             bound: std::collections::BTreeMap::new(),
             bound_room: super::bound::BOUND_FLOOR,
             unnoted: 0,
             pending: Vec::new(),
+            pending_room: super::PENDING_FLOOR,
+            raised: false,
             allowed: 0,
             refused: 0,
             refusals: Vec::new(),
@@ -156,23 +170,74 @@ impl Sockets {
         std::os::fd::AsRawFd::as_raw_fd(&self.proc_dir)
     }
 
-    /// Whether the socket file `st` describes is one the user named, and
+    /// Whether the socket file (`dev`, `ino`) is one the user named, and
     /// its path still leads there.
-    pub(super) fn is_named(&self, st: &libc::stat) -> bool {
+    pub(super) fn is_named(&self, dev: u64, ino: u64) -> bool {
         self.named.iter().any(|n| {
-            n.dev == st.st_dev
-                && n.ino == st.st_ino
+            n.dev == dev
+                && n.ino == ino
                 && std::fs::metadata(&n.path).is_ok_and(|m| m.dev() == n.dev && m.ino() == n.ino)
         })
     }
 
     /// NETLINK_SOCK_DIAG, opened at its first use, if it sees Unix
     /// sockets (diag.rs); if not, said on the `SRT_DEBUG` line.
+    ///
+    /// A failure of the moment (no descriptor left: the limit is raised
+    /// once) is not kept: the caller refuses, and the next asks again.
     pub(super) fn diag(&mut self) -> Option<BorrowedFd<'_>> {
         if self.diag.is_none() && !self.diag_missing {
-            self.diag = crate::run::unix_diag::open_unix_diag();
-            self.diag_missing = self.diag.is_none();
+            let opened = match crate::run::unix_diag::try_unix_diag() {
+                Err(Some(Errno::EMFILE)) if self.more_descriptors() => {
+                    crate::run::unix_diag::try_unix_diag()
+                }
+                other => other,
+            };
+            match opened {
+                Ok(d) => self.diag = Some(d),
+                Err(None) => self.diag_missing = true,
+                Err(Some(_)) => {}
+            }
         }
         self.diag.as_ref().map(|d| d.as_fd())
+    }
+
+    /// The run's network namespace: `SO_NETNS_COOKIE` of a socket the
+    /// stub makes (it is in the run's), asked once; `Ok(None)` before
+    /// Linux 5.14, which has no cookie. A failure of the moment (no
+    /// descriptor left) is not kept: the caller refuses.
+    pub(super) fn run_netns(&mut self) -> Result<Option<u64>, Errno> {
+        if let Some(known) = self.netns {
+            return Ok(known);
+        }
+        let make = || {
+            nix::sys::socket::socket(
+                nix::sys::socket::AddressFamily::Inet,
+                nix::sys::socket::SockType::Datagram,
+                nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+                None,
+            )
+        };
+        let probe = match make() {
+            Err(Errno::EMFILE) if self.more_descriptors() => make(),
+            other => other,
+        }?;
+        let known = match sys::socket_netns_cookie(probe.as_fd()) {
+            Ok(cookie) => Some(cookie),
+            Err(Errno::ENOPROTOOPT) => None,
+            Err(e) => return Err(e),
+        };
+        self.netns = Some(known);
+        Ok(known)
+    }
+
+    /// Whether `sock` was made in the run's network namespace (an
+    /// abstract name is looked up in the namespace of the socket that
+    /// binds or connects). Before Linux 5.14, which cannot say, yes.
+    pub(super) fn made_in_run(&mut self, sock: BorrowedFd<'_>) -> Result<bool, Errno> {
+        match self.run_netns()? {
+            Some(run) => Ok(sys::socket_netns_cookie(sock)? == run),
+            None => Ok(true),
+        }
     }
 }

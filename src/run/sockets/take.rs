@@ -18,7 +18,33 @@ impl Sockets {
     /// `pidfd_open`, the validity check and the close each time). Once
     /// that thread is reaped its number may name another: `ESRCH`, and the
     /// pidfd is opened anew and checked.
+    ///
+    /// Out of descriptors (`EMFILE`: a run's connects in progress hold
+    /// many), the stub's soft limit is raised once and the take tried
+    /// again; past that the caller gets the error, never a call let go on
+    /// unchecked (issue 67, item 5).
     pub(super) fn take(
+        &mut self,
+        listener: BorrowedFd<'_>,
+        notif: &libc::seccomp_notif,
+        fd: u64,
+    ) -> Result<OwnedFd, Errno> {
+        match self.take_once(listener, notif, fd) {
+            Err(Errno::EMFILE) if self.more_descriptors() => self.take_once(listener, notif, fd),
+            other => other,
+        }
+    }
+
+    /// Raises the stub's soft descriptor limit, once a run needs it
+    /// (its children keep theirs): whether it grew.
+    pub(super) fn more_descriptors(&mut self) -> bool {
+        if std::mem::replace(&mut self.raised, true) {
+            return false;
+        }
+        sys::raise_descriptor_limit(super::DESCRIPTORS) > 1024
+    }
+
+    fn take_once(
         &mut self,
         listener: BorrowedFd<'_>,
         notif: &libc::seccomp_notif,

@@ -154,7 +154,12 @@ pub(super) fn connect_now(
         let _ = fcntl(&sock, FcntlArg::F_SETFL(flags));
     }
     match made {
-        Err(Errno::EINPROGRESS) if blocking && handshake => Ok(Made::Later(sock, Wait::Handshake)),
+        // EALREADY: a blocking connect the kernel restarted after a
+        // handled signal, its handshake still going on; the kernel waits
+        // again (issue 67, item 9).
+        Err(Errno::EINPROGRESS | Errno::EALREADY) if blocking && handshake => {
+            Ok(Made::Later(sock, Wait::Handshake))
+        }
         Err(Errno::EAGAIN) if blocking && !handshake => Ok(Made::Later(
             sock,
             Wait::Backlog {

@@ -131,10 +131,11 @@ pub(super) fn said_after(
     let r = refusals?;
     if let Some(s) = sockets {
         for refusal in &s.refusals {
-            r.note(
-                crate::run::report::socket_call(refusal.call, &refusal.target),
-                refusal.who.clone(),
-            );
+            let mut call = crate::run::report::socket_call(refusal.call, &refusal.target);
+            if let Some(why) = &refusal.why {
+                call = format!("{call}: {why}");
+            }
+            r.note(call, refusal.who.clone());
         }
         r.note_unnamed("connect", s.refused - s.refusals.len() as u64);
     }
