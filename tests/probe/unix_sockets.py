@@ -129,19 +129,24 @@ a[0:2] = socket.AF_UNIX.to_bytes(2, sys.byteorder)
 paths = [flip_own.encode() + b"\0", flip_out.encode() + b"\0"]
 a[2 : 2 + len(paths[0])] = paths[0]
 stop = False
+flips = [0]
 
 
 def flip():
-    i = 0
     while not stop:
-        a[2 : 2 + len(paths[0])] = paths[i & 1]
-        i += 1
+        a[2 : 2 + len(paths[0])] = paths[flips[0] & 1]
+        flips[0] += 1
 
 
 t = threading.Thread(target=flip)
 t.start()
 seen = {}
 for _ in range(int(os.environ.get("FLIPS", "1000"))):
+    # The rewriting thread runs meanwhile (a loaded machine could leave it
+    # waiting, the address at one path for every connect).
+    was = flips[0]
+    while flips[0] == was:
+        time.sleep(0)
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if libc.connect(c.fileno(), a, 110) == 0:
         c.settimeout(5)
