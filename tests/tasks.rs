@@ -442,6 +442,62 @@ fn a_cap_of_zero_is_none_and_a_bad_value_is_refused() {
     }
 }
 
+/// Where nested user namespaces are allowed (`SRT_ALLOW_NESTED_USERNS=1`)
+/// root's cap, its PID namespace's `pid_max`, is no cap (issue 68, item
+/// 4): the command makes a mount namespace of its own, remounts
+/// `/proc/sys` writable there (init's read-only bind was made in the
+/// command's own user namespace, so it is not locked) and raises
+/// `pid_max`. The run claims none and says why (`SRT_DEBUG`); an asked one
+/// is refused before the command runs (it ran, and the command raised
+/// `pid_max` from 1,026 to 4,194,304). uid 65534's (`RLIMIT_NPROC`,
+/// counted in each user namespace up the chain) holds: it is kept. On
+/// the host and under srt's bubblewrap options.
+#[test]
+fn with_nested_namespaces_root_claims_no_task_cap_it_cannot_keep() {
+    let _serial = one_at_a_time();
+    let nested = ("SRT_ALLOW_NESTED_USERNS", "1");
+    let raise = [
+        "/bin/sh",
+        "-c",
+        "unshare -m sh -c 'mount -o remount,bind,rw /proc/sys && \
+         echo 4194304 > /proc/sys/kernel/pid_max && echo raised'",
+    ];
+    for (place, user) in common::matrix() {
+        let what = format!("{place:?} {user:?}");
+        let out = common::helper(place, user, &[nested, ("SRT_DEBUG", "1")], &["/bin/true"]);
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+        let asked = common::helper(
+            place,
+            user,
+            &[nested, ("APPLY_SECCOMP_MAX_TASKS", "1024")],
+            &raise,
+        );
+        if user == User::Unprivileged {
+            assert!(
+                stderr(&out).contains("task cap: 1") && stderr(&out).contains("RLIMIT_NPROC"),
+                "{what}: {}",
+                stderr(&out)
+            );
+            continue;
+        }
+        assert!(
+            stderr(&out).contains("task cap: none (with SRT_ALLOW_NESTED_USERNS=1 a root command"),
+            "{what}: {}",
+            stderr(&out)
+        );
+        assert_eq!(asked.status.code(), Some(125), "{what}: {}", stderr(&asked));
+        assert_eq!(stdout(&asked), "", "{what}: the command ran");
+        assert!(
+            stderr(&asked).contains(
+                "APPLY_SECCOMP_MAX_TASKS=1024: no task cap can be kept here (with \
+                 SRT_ALLOW_NESTED_USERNS=1"
+            ),
+            "{what}: {}",
+            stderr(&asked)
+        );
+    }
+}
+
 #[test]
 fn the_capability_free_way_keeps_no_cap_and_refuses_an_asked_one() {
     let _serial = one_at_a_time();

@@ -1818,6 +1818,16 @@ fn a_memory_cap_stops_the_command_and_nothing_else() {
     );
     let plain = bwrap(Guest::Nobody, &[HELPER, "/bin/echo", "RAN"]);
     in_cgroup(&mut s, "no-shim-Nobody", session, &memory, &plain);
+    // Issue 68, item 3: nested user namespaces allowed, the run's cgroup
+    // (the user's own) holds nothing a command cannot lift (it made user,
+    // mount and cgroup namespaces, mounted cgroup2 and wrote the run's
+    // memory.max to max): refused before the command runs.
+    let nested = [
+        ("APPLY_SECCOMP_MEMORY_MAX", "256M"),
+        ("SRT_ALLOW_NESTED_USERNS", "1"),
+    ];
+    in_cgroup(&mut s, "nested-Nobody", session, &nested, &shim(&run_alloc));
+    s.case("nested-Root", Guest::Root, &nested, &root_line);
     let files = [
         (fixture().helper.clone(), HELPER),
         (probe.to_path_buf(), PROBE),
@@ -1888,6 +1898,23 @@ fn a_memory_cap_stops_the_command_and_nothing_else() {
         "{}",
         undelegated.all()
     );
+    for who in ["Nobody", "Root"] {
+        let nested = get(&cases, &format!("nested-{who}"));
+        assert_eq!(nested.status, 125, "{who}: {}", nested.all());
+        assert!(
+            !nested.stdout.contains("touched"),
+            "{who}: {}",
+            nested.all()
+        );
+        assert!(
+            nested.stderr.contains(
+                "APPLY_SECCOMP_MEMORY_MAX=256M: asked, but no cgroup of this run holds it \
+                 (memory.max in force: none): with SRT_ALLOW_NESTED_USERNS=1 a command may make"
+            ),
+            "{who}: {}",
+            nested.all()
+        );
+    }
     let direct = get(&cases, "no-shim-Nobody");
     assert_eq!(direct.status, 125, "{}", direct.all());
     assert_eq!(direct.stdout, "", "{}", direct.all());

@@ -109,16 +109,38 @@ fn cgroup_caps() -> (String, Result<(), String>) {
         pids: Some(1),
     };
     let subtree = cgroup::delegated(&tree, &asked.unwrap_or(probe));
-    let force = InForce::read(&tree);
     let show = |v: Option<u64>| v.map_or("max".to_string(), |v| v.to_string());
-    let in_force = format!(
-        "in force here: memory.max {}, cpu.max {}, pids.max {}",
-        show(force.memory),
-        force
-            .cpu
-            .map_or("max".to_string(), |v| format!("{v} us per 100 ms")),
-        show(force.pids)
-    );
+    let describe = |force: InForce| {
+        format!(
+            "memory.max {}, cpu.max {}, pids.max {}",
+            show(force.memory),
+            force
+                .cpu
+                .map_or("max".to_string(), |v| format!("{v} us per 100 ms")),
+            show(force.pids)
+        )
+    };
+    let mut in_force = format!("in force here: {}", describe(InForce::read(&tree)));
+    // Issue 68: with nested namespaces allowed, only a limit in a file
+    // this user cannot write holds against a command.
+    let nested = std::env::var_os("SRT_ALLOW_NESTED_USERNS").is_some_and(|v| v == "1");
+    if nested {
+        let held = InForce::read_held(&tree, true);
+        in_force.push_str(&format!(
+            "; with SRT_ALLOW_NESTED_USERNS=1 only these hold (files this user cannot \
+             write): {}",
+            describe(held)
+        ));
+        if let Some(Err(why)) = asked.map(|a| held.holds(&a)) {
+            return (
+                format!(
+                    "asked: {}; {in_force}",
+                    asked.map(|a| a.describe()).unwrap_or_default()
+                ),
+                Err(format!("runs are refused ({why}): {}", cgroup::NESTED)),
+            );
+        }
+    }
     let asked_text = asked.map_or(
         format!(
             "no memory or CPU cap asked ({}, {})",

@@ -88,7 +88,11 @@ pub fn run(cfg: &RunConfig) -> Result<i32, Error> {
     sys::scrub_env(&SCRUBBED);
 
     // Memory and CPU caps asked: a cgroup of the run's must hold them.
-    let cgroup = cfg.limits.as_ref().map(cgroup::for_run).transpose()?;
+    let cgroup = cfg
+        .limits
+        .as_ref()
+        .map(|asked| cgroup::for_run(asked, cfg.allow_nested_userns))
+        .transpose()?;
     let pid1 = guard::Pid1::look();
     let entry = userns::enter(&Backoff::default(), cfg.way_in)?;
     debug(cfg.debug, || entry.describe());
@@ -113,8 +117,15 @@ pub fn run(cfg: &RunConfig) -> Result<i32, Error> {
     // The CPUs: the default task cap grows with them, and init starts on
     // one of them (supervise/).
     let had = namespaces.then(sys::affinity).flatten();
-    let tasks = tasks::for_run(cfg.max_tasks, &entry.path, had.as_ref())?;
-    debug(cfg.debug, || tasks::describe(tasks.as_ref()));
+    let tasks = tasks::for_run(
+        cfg.max_tasks,
+        &entry.path,
+        had.as_ref(),
+        cfg.allow_nested_userns,
+    )?;
+    debug(cfg.debug, || {
+        tasks::describe_run(tasks.as_ref(), &entry.path, cfg.allow_nested_userns)
+    });
     let outcome = supervise::run(
         plan::Plan {
             exec,

@@ -123,15 +123,23 @@ pub fn for_run(
     asked: Tasks,
     path: &Path,
     had: Option<&libc::cpu_set_t>,
+    nested: bool,
 ) -> Result<Option<Cap>, Error> {
     if asked == Tasks::Off {
         return Ok(None);
     }
     // RLIMIT_NPROC where the kernel checks it, exact and cheapest (one
     // call); else pid_max, where the kernel keeps one per PID namespace.
+    // With nested namespaces allowed a root command makes a mount
+    // namespace of its own, remounts /proc/sys writable there (init's
+    // read-only bind, made in the command's own user namespace, is not
+    // locked) and raises pid_max (issue 68): no pid_max cap is claimed
+    // then. RLIMIT_NPROC holds: the kernel counts a user's tasks in each
+    // user namespace up the chain, against the limit set in each.
     let pid_max = || sys::kernel_release().is_ok_and(|r| pid_max_per_namespace(&r));
     let means = match path {
         Path::UserNamespace(u) if !u.root_outside => Ok(Means::Rlimit),
+        Path::UserNamespace(_) | Path::Direct { .. } if nested => Err(NESTED_ROOT),
         Path::UserNamespace(_) if pid_max() => Ok(Means::PidMax),
         Path::UserNamespace(_) => Err(
             "the caller is root outside the run's user namespace, whom the kernel checks no \
@@ -153,7 +161,7 @@ pub fn for_run(
     if let (Err(_), Tasks::At(n)) = (means, asked) {
         let held = crate::run::cgroup::Tree::read()
             .ok()
-            .and_then(|t| crate::run::cgroup::InForce::read(&t).pids);
+            .and_then(|t| crate::run::cgroup::InForce::read_held(&t, nested).pids);
         if held.is_some_and(|p| p <= u64::from(n) + RUN_TASKS) {
             return Ok(None);
         }
@@ -229,6 +237,25 @@ impl Cap {
                 Means::PidMax => "the run's PID namespace's pid_max",
             }
         )
+    }
+}
+
+/// Why root's run keeps no task cap where nested namespaces are allowed.
+pub const NESTED_ROOT: &str = "with SRT_ALLOW_NESTED_USERNS=1 a root command may make a mount \
+     namespace of its own, remount /proc/sys writable there and raise its PID namespace's \
+     pid_max: only a pids.max in a cgroup file its user cannot write would hold";
+
+/// `SRT_DEBUG`'s line for a run's cap, or for none and why, where nested
+/// namespaces keep root's from holding.
+pub fn describe_run(cap: Option<&Cap>, path: &Path, nested: bool) -> String {
+    let root = match path {
+        Path::UserNamespace(u) => u.root_outside,
+        Path::Direct { .. } => true,
+        Path::CapabilityFree { .. } => false,
+    };
+    match cap {
+        None if nested && root => format!("task cap: none ({NESTED_ROOT})"),
+        _ => describe(cap),
     }
 }
 

@@ -21,6 +21,7 @@ mod files;
 mod gpu;
 mod limits;
 mod options;
+mod record;
 mod sockets;
 mod undo;
 
@@ -42,7 +43,7 @@ fn home() -> Result<PathBuf, String> {
 struct Out {
     dry_run: bool,
     lines: Vec<String>,
-    record: undo::Record,
+    record: record::Record,
 }
 
 impl Out {
@@ -56,12 +57,12 @@ impl Out {
 /// cli.js), what it runs with when it has no settings file: a file made
 /// by setup starts from it, so srt runs as before, now with this helper.
 /// (A file with neither `network` nor `filesystem` is refused by srt.)
-const SRT_DEFAULTS: &str = "{\n  \"network\": {\"allowedDomains\": [], \"deniedDomains\": []},\n  \
+pub(super) const SRT_DEFAULTS: &str = "{\n  \"network\": {\"allowedDomains\": [], \"deniedDomains\": []},\n  \
 \"filesystem\": {\"denyRead\": [], \"allowRead\": [], \"allowWrite\": [], \"denyWrite\": []}\n}\n";
 
 /// What a settings file setup makes starts as: srt's, [`SRT_DEFAULTS`];
 /// Claude Code's managed settings, an empty object.
-const EMPTY: &str = "{}\n";
+pub(super) const EMPTY: &str = "{}\n";
 
 /// A JSON file's text and whether it was there (if not, `missing`); Err:
 /// unreadable, or not JSON (the parse error and its line).
@@ -140,7 +141,7 @@ fn edit_json(
                 file.display()
             ));
         }
-        out.record.files.push(undo::FileChange {
+        out.record.files.push(record::FileChange {
             path: file,
             before: existed.then_some(before),
             after: text,
@@ -219,9 +220,11 @@ pub fn run(cfg: &Config) -> i32 {
 
 fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
     let home = home()?;
-    let record_file = undo::record_file(&home);
+    let record_file = record::record_file(&home)?;
     if cfg.undo {
-        return undo::undo(&record_file, cfg.dry_run);
+        let mut lines: Vec<String> = record::elsewhere(&record_file).into_iter().collect();
+        lines.extend(undo::undo(&record_file, cfg.dry_run)?);
+        return Ok(lines);
     }
     if cfg.managed && !nix::unistd::geteuid().is_root() {
         return Err("--managed writes Claude Code's managed settings: run it as root".into());
@@ -272,7 +275,7 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
     let mut out = Out {
         dry_run: cfg.dry_run,
         lines: protected.into_iter().collect(),
-        record: undo::Record::default(),
+        record: record::Record::default(),
     };
     let link = match system {
         Some(shim) => {
@@ -289,8 +292,21 @@ fn run_setup(cfg: &Config) -> Result<Vec<String>, String> {
     out.lines
         .extend(advice::earlier_link(&home, &bin_dir, &binary));
     // What was done is recorded even when a later step failed.
+    let recorded = !out.record.files.is_empty() || !out.record.links.is_empty();
     if !cfg.dry_run {
-        undo::append(&record_file, std::mem::take(&mut out.record))?;
+        record::append(&record_file, std::mem::take(&mut out.record))?;
+    }
+    if recorded {
+        out.say(
+            &format!(
+                "recorded these changes for --undo in {}",
+                record_file.display()
+            ),
+            &format!(
+                "would record these changes for --undo in {}",
+                record_file.display()
+            ),
+        );
     }
     steps.map(|()| out.lines)
 }

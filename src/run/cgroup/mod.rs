@@ -26,18 +26,29 @@ pub use tree::{Events, InForce, Tree, delegated};
 
 /// The helper's check before its run: every limit `asked` is in force
 /// in its cgroup or one above, or the run is refused; then what its
-/// cgroup counted so far, for [`said`] at the end.
-pub fn for_run(asked: &Limits) -> Result<(Tree, Events), crate::error::Error> {
+/// cgroup counted so far, for [`said`] at the end. With `nested`
+/// (`SRT_ALLOW_NESTED_USERNS=1`) only a limit this user cannot write
+/// counts (tree.rs, `InForce::read_held`): the shim's cgroup, the user's
+/// own, holds nothing then, and the run is refused (issue 68).
+pub fn for_run(asked: &Limits, nested: bool) -> Result<(Tree, Events), crate::error::Error> {
     let refuse = |why: String| {
+        let how = if nested {
+            NESTED.to_string()
+        } else {
+            format!(
+                "run it through the `bwrap` shim (`apply-seccomp --setup`), which makes the run \
+                 a cgroup with the limits, or under one that has them; {HOW}"
+            )
+        };
         crate::error::Error::Usage(format!(
-            "{}: asked, but no cgroup of this run holds it ({why}): run it through the \
-             `bwrap` shim (`apply-seccomp --setup`), which makes the run a cgroup with the \
-             limits, or under one that has them; {HOW}",
+            "{}: asked, but no cgroup of this run holds it ({why}): {how}",
             asked.describe()
         ))
     };
     let tree = Tree::read().map_err(refuse)?;
-    InForce::read(&tree).holds(asked).map_err(refuse)?;
+    InForce::read_held(&tree, nested)
+        .holds(asked)
+        .map_err(refuse)?;
     let before = Events::read(&tree);
     Ok((tree, before))
 }
@@ -46,6 +57,14 @@ pub fn for_run(asked: &Limits) -> Result<(Tree, Events), crate::error::Error> {
 pub fn said(asked: &Limits, (tree, before): &(Tree, Events)) -> Vec<String> {
     Events::read(tree).lines(before, asked)
 }
+
+/// Why a limit in a cgroup of the user's holds nothing where nested
+/// namespaces are allowed, and what does.
+pub const NESTED: &str = "with SRT_ALLOW_NESTED_USERNS=1 a command may make user, mount and \
+     cgroup namespaces of its own and write through a cgroup2 mount of its own any limit its \
+     user may write, the run's own cgroup's (the shim's) included, so only a limit in a cgroup \
+     file this user cannot write counts (a root-owned slice's, such as `systemctl set-property \
+     user-UID.slice MemoryMax=...`); or leave nested user namespaces off";
 
 /// How to get a subtree of one's own, for a refusal.
 pub const HOW: &str = "a cgroup v2 subtree of your own is needed: start the client under \

@@ -158,6 +158,16 @@ pub struct InForce {
 
 impl InForce {
     pub fn read(tree: &Tree) -> InForce {
+        InForce::read_held(tree, false)
+    }
+
+    /// [`InForce::read`]; with `nested` (`SRT_ALLOW_NESTED_USERNS=1`: a
+    /// command may make user, mount and cgroup namespaces of its own, and
+    /// through a cgroup2 mount of its own write any cgroup file its user
+    /// may write, the run's own cgroup's limits included; issue 68), only
+    /// the limits in files this user cannot write count: those hold
+    /// against any namespace the command makes.
+    pub fn read_held(tree: &Tree, nested: bool) -> InForce {
         let mut f = InForce::default();
         let low = |a: Option<u64>, b: Option<u64>| match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -165,14 +175,21 @@ impl InForce {
         };
         for cgroup in tree.ancestors() {
             let folder = tree.folder(cgroup);
-            let number = |file| read(&folder, file).and_then(|v| v.parse::<u64>().ok());
+            let held = |file: &str| !nested || !writable_by_user(&folder.join(file));
+            let number = |file| {
+                read(&folder, file)
+                    .filter(|_| held(file))
+                    .and_then(|v| v.parse::<u64>().ok())
+            };
             f.memory = low(f.memory, number("memory.max"));
             f.pids = low(f.pids, number("pids.max"));
-            let cpu = read(&folder, "cpu.max").and_then(|v| {
-                let (quota, period) = v.split_once(' ')?;
-                let (q, p): (u64, u64) = (quota.parse().ok()?, period.parse().ok()?);
-                (p > 0).then(|| q * PERIOD / p)
-            });
+            let cpu = read(&folder, "cpu.max")
+                .filter(|_| held("cpu.max"))
+                .and_then(|v| {
+                    let (quota, period) = v.split_once(' ')?;
+                    let (q, p): (u64, u64) = (quota.parse().ok()?, period.parse().ok()?);
+                    (p > 0).then(|| q * PERIOD / p)
+                });
             f.cpu = low(f.cpu, cpu);
         }
         f
@@ -204,6 +221,19 @@ impl InForce {
         } else {
             Err(missing.join(", "))
         }
+    }
+}
+
+/// Whether this process's user could write `file` in a cgroup2 mount of
+/// its own, whatever the mount here says: its owner (who may `chmod` it),
+/// or any write bit for group or others; root, or a file that cannot be
+/// read, always.
+fn writable_by_user(file: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let euid = nix::unistd::geteuid();
+    match std::fs::metadata(file) {
+        Ok(m) => euid.is_root() || m.uid() == euid.as_raw() || m.mode() & 0o022 != 0,
+        Err(_) => true,
     }
 }
 
