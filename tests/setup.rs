@@ -826,6 +826,27 @@ fn a_change_made_during_an_edit_is_kept() {
 /// with a record of setup's and whose /usr/bin holds the stand-in.
 #[test]
 fn prerm_gives_a_users_undo_nothing_of_roots() {
+    prerm_with_the_stand_in(false);
+}
+
+/// prerm ends although a process of the user stops the user's undo
+/// (issue 68, a review's finding: the time limit was the user's own
+/// `timeout`, which the user's processes may stop, and dpkg waited
+/// forever): the limit is root's now, 60 s for the user's process and 65
+/// s for root's reader of its output. Full suite only: it waits them out.
+#[test]
+fn prerm_ends_though_the_users_undo_is_stopped() {
+    if !common::in_full_suite("waits out prerm's time limit (65 s)") {
+        return;
+    }
+    let started = std::time::Instant::now();
+    prerm_with_the_stand_in(true);
+    assert!(started.elapsed() < std::time::Duration::from_secs(90));
+}
+
+/// prerm run on the stand-in for the package's binary (see the test
+/// above); `stopped`: the stand-in stops its parent and itself.
+fn prerm_with_the_stand_in(stopped: bool) {
     if !is_root() {
         common::skip("not root: prerm runs as root");
         return;
@@ -853,6 +874,9 @@ fn prerm_gives_a_users_undo_nothing_of_roots() {
         &state.join("setup.json"),
     ] {
         std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    if stopped {
+        std::fs::write(home.join("stop"), "").unwrap();
     }
     let root_home = dir.join("root-home");
     std::fs::create_dir(&root_home).unwrap();
@@ -906,6 +930,13 @@ fn prerm_gives_a_users_undo_nothing_of_roots() {
     let status = child.wait().unwrap();
     let text = String::from_utf8_lossy(&seen).into_owned();
     assert!(status.success(), "{text}");
+    if stopped {
+        assert!(
+            text.contains("taking back what apply-seccomp --setup set"),
+            "{text}"
+        );
+        return;
+    }
     assert!(
         text.contains("taking back what apply-seccomp --setup set"),
         "{text}"
@@ -992,4 +1023,89 @@ fn undo_writes_no_byte_a_record_supplies_and_reads_none_a_sandbox_could_write() 
             "{user:?}: {ctx}"
         );
     }
+}
+
+/// Root's undo of a setup it ran with `HOME` set to a user's home (sudo
+/// without `-H`) follows no link the user made on the way (issue 68, a
+/// review's finding): the user replaced `~/.local` with a folder whose
+/// `lib` is a link to a folder of root's holding a `bwrap` link to the
+/// same binary; undo removed root's link and its folder. Now each name is
+/// found in its folder without following a link: root's are left.
+#[test]
+fn roots_undo_in_a_users_home_follows_no_link_the_user_made() {
+    if !is_root() {
+        common::skip("not root: the undo must be root's");
+        return;
+    }
+    let (home, _) = fresh_home(User::Unprivileged, "rootundo");
+    let out = helper(User::Root, &home, &fixture().helper, &["--setup", "--srt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let link = home.join(".local/lib/apply-seccomp/bwrap");
+    let to = std::fs::read_link(&link).unwrap();
+    // Root's own folder with a link like setup's.
+    let roots = common::fresh_folder("rootundo-roots");
+    std::fs::create_dir(roots.join("apply-seccomp")).unwrap();
+    std::os::unix::fs::symlink(&to, roots.join("apply-seccomp/bwrap")).unwrap();
+    // The user's swap.
+    std::fs::rename(home.join(".local"), home.join(".local.was")).unwrap();
+    std::fs::create_dir(home.join(".local")).unwrap();
+    std::os::unix::fs::symlink(&roots, home.join(".local/lib")).unwrap();
+    let out = helper(User::Root, &home, &fixture().helper, &["--setup", "--undo"]);
+    let ctx = text(&out);
+    assert_eq!(
+        std::fs::read_link(roots.join("apply-seccomp/bwrap")).ok(),
+        Some(to),
+        "{ctx}"
+    );
+    assert!(ctx.contains("or a link lies on its way"), "{ctx}");
+}
+
+/// `--setup` as a user with a home of their own keeps its record in that
+/// home's keeper folder or nowhere (issue 68, a review's finding): a
+/// sandboxed command that could write the home made `~/.local`
+/// unenterable (`chmod 0`), the keeper's folder fell back to
+/// `/tmp/apply-seccomp-UID`, where the command could put a record of its
+/// own first. Now setup refuses and says why. uid 65534 with a passwd
+/// entry naming a home of its own, in a mount namespace.
+#[test]
+fn the_record_never_moves_out_of_a_home_of_the_users_own() {
+    if !is_root() {
+        common::skip("not root: the passwd entry is the test's");
+        return;
+    }
+    let (home, _) = fresh_home(User::Unprivileged, "noenter");
+    std::fs::create_dir(home.join(".local")).unwrap();
+    std::os::unix::fs::chown(home.join(".local"), Some(NOBODY), Some(NOBODY)).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(home.join(".local"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let passwd = home.join("passwd");
+    std::fs::write(
+        &passwd,
+        format!(
+            "root:x:0:0:root:/root:/bin/sh\nnobody:x:{NOBODY}:{NOBODY}:nobody:{}:/bin/sh\n",
+            home.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c"])
+        .arg(format!(
+            "mount --bind {} /etc/passwd && exec setpriv --reuid {NOBODY} --regid {NOBODY} \
+             --clear-groups -- \"$@\"",
+            passwd.display()
+        ))
+        .arg("sh")
+        .arg(&fixture().helper)
+        .args(["--setup", "--srt"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &home)
+        .current_dir(&home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let ctx = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{ctx}");
+    assert!(ctx.contains("setup keeps its record nowhere else"), "{ctx}");
+    std::fs::set_permissions(home.join(".local"), std::fs::Permissions::from_mode(0o755)).unwrap();
 }

@@ -143,19 +143,71 @@ pub fn remove(path: &Path) -> Result<(), String> {
 }
 
 /// Removes the file `path` (one setup made) if it is still `text`:
-/// `Ok(false)` (left) if it is not.
+/// `Ok(false)` (left) if it is not. The name is removed from its folder
+/// as found without following a link on the way ([`folder_of`]).
 pub fn remove_if(path: &Path, text: &[u8]) -> Result<bool, String> {
     if !Expect::Text(text).holds(path)? {
         return Ok(false);
     }
-    std::fs::remove_file(path)
+    let (dir, name) = folder_of(path)?;
+    nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)
         .map(|()| true)
-        .map_err(|e| format!("{}: {}", path.display(), strerror(&e)))
+        .map_err(|e| format!("{}: {}", path.display(), e.desc()))
 }
 
 /// What is at `link` now, as a link.
 pub fn link_target(link: &Path) -> Option<PathBuf> {
     std::fs::read_link(link).ok()
+}
+
+/// The folder `path` names its last part in, opened from `/` one name at
+/// a time without following a link (`O_NOFOLLOW`), and that last part:
+/// what undo removes in (issue 68: root undoing a setup of a user's home
+/// followed a folder the user had made a link, and removed root's own
+/// link and folder elsewhere). A link anywhere on the way is an error.
+pub fn folder_of(path: &Path) -> Result<(std::os::fd::OwnedFd, &std::ffi::OsStr), String> {
+    use nix::fcntl::{OFlag, openat};
+    use std::path::Component;
+    let said = |e: nix::errno::Errno| {
+        format!(
+            "{}: {} (a link on the way is not followed)",
+            path.display(),
+            e.desc()
+        )
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| format!("{}: no name to remove", path.display()))?;
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mode = nix::sys::stat::Mode::empty();
+    let mut dir = openat(nix::fcntl::AT_FDCWD, "/", flags, mode).map_err(said)?;
+    for part in path.parent().unwrap_or(Path::new("/")).components() {
+        match part {
+            Component::Normal(n) => dir = openat(&dir, n, flags, mode).map_err(said)?,
+            Component::RootDir => {}
+            _ => return Err(format!("{}: not a plain absolute path", path.display())),
+        }
+    }
+    Ok((dir, name))
+}
+
+/// [`link_target`], the link found in its folder without following a
+/// link on the way.
+pub fn link_target_in_place(link: &Path) -> Option<PathBuf> {
+    let (dir, name) = folder_of(link).ok()?;
+    nix::fcntl::readlinkat(&dir, name).ok().map(PathBuf::from)
+}
+
+/// Removes the name `path` (a link, or an empty folder with `folder`)
+/// from its folder found without following a link on the way.
+pub fn remove_in_place(path: &Path, folder: bool) -> Result<(), String> {
+    let (dir, name) = folder_of(path)?;
+    let flag = if folder {
+        nix::unistd::UnlinkatFlags::RemoveDir
+    } else {
+        nix::unistd::UnlinkatFlags::NoRemoveDir
+    };
+    nix::unistd::unlinkat(&dir, name, flag).map_err(|e| format!("{}: {}", path.display(), e.desc()))
 }
 
 /// Makes the link `link` -> `to` (its folder too). Err: something else is

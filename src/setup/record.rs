@@ -39,12 +39,34 @@ pub struct Record {
 /// user's passwd entry (where the package's prerm looks), a name of its
 /// own for any other (a scratch `HOME`), so that one's undo never takes
 /// back the other's.
+///
+/// The keeper's folder falls back to `/tmp/apply-seccomp-UID` where the
+/// passwd home holds none; a record follows it only where that home is
+/// not the user's own (uid 65534's `/nonexistent`): where it is, the
+/// fallback means a link or a folder this user cannot enter on the way,
+/// which a sandboxed command that could write the home may have made
+/// (`chmod 0 ~/.local`) to move the record where it could write one.
 pub fn record_file(home: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
     let keeper = crate::shim::keep::folder().map_err(|e| e.why)?;
     let passwd = nix::unistd::User::from_uid(nix::unistd::getuid())
         .ok()
         .flatten()
         .map(|u| u.dir);
+    let own_home = passwd.as_deref().filter(|h| {
+        std::fs::metadata(h).is_ok_and(|m| m.is_dir() && m.uid() == nix::unistd::getuid().as_raw())
+    });
+    if let Some(h) = own_home.filter(|h| !keeper.starts_with(h)) {
+        return Err(format!(
+            "the keeper's folder should be {}/.local/state/apply-seccomp, but a link, or a folder \
+             you cannot enter, lies on the way there (a sandboxed command that can write your \
+             home may have made it): setup keeps its record nowhere else; make {}/.local and \
+             {}/.local/state plain folders of yours and run it again",
+            h.display(),
+            h.display(),
+            h.display()
+        ));
+    }
     if passwd.as_deref() == Some(home) {
         return Ok(keeper.join("setup.json"));
     }

@@ -180,9 +180,11 @@ pub fn undo(file: &Path, dry_run: bool) -> Result<Vec<String>, String> {
     }
     let would = if dry_run { "would " } else { "" };
     for (link, to) in record.links.iter().rev() {
-        if files::link_target(link).as_deref() == Some(to.as_path()) {
+        // Each found in its folder without following a link on the way
+        // (files.rs): a user's folder made a link leads nowhere.
+        if files::link_target_in_place(link).as_deref() == Some(to.as_path()) {
             if !dry_run {
-                files::remove(link)?;
+                files::remove_in_place(link, false)?;
             }
             lines.push(format!(
                 "{would}remove {} -> {}",
@@ -191,13 +193,13 @@ pub fn undo(file: &Path, dry_run: bool) -> Result<Vec<String>, String> {
             ));
             // The link's own folder goes with it, if nothing else is there.
             if let Some(dir) = link.parent().filter(|d| d.ends_with(LINK_FOLDER_NAME)) {
-                if !dry_run && std::fs::remove_dir(dir).is_ok() {
+                if !dry_run && files::remove_in_place(dir, true).is_ok() {
                     lines.push(format!("remove {}", printable(dir)));
                 }
             }
         } else {
             lines.push(format!(
-                "left {}: it no longer leads to {}",
+                "left {}: it no longer leads to {} (or a link lies on its way)",
                 printable(link),
                 printable(to)
             ));

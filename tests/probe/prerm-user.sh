@@ -4,7 +4,13 @@
 # says what of root's it could reach: a terminal among its descriptors,
 # among its parents' (as a same-uid process that ptraces them could), or
 # /dev/tty; its session; descriptor 7, which the test opened for root;
-# and it prints an escape sequence root's terminal must never see.
+# and it prints an escape sequence root's terminal must never see. With a
+# file `stop` in its home it stops its parent and itself instead (SIGSTOP,
+# as any process of the user could), and prerm must end regardless.
+if [ -e "$HOME/stop" ]; then
+    kill -STOP "$PPID"
+    kill -STOP $$
+fi
 python3 - <<'PY'
 import os
 reached = [str(fd) for fd in range(0, 64) if os.path.exists("/proc/self/fd/%d" % fd) and os.isatty(fd)]
