@@ -135,6 +135,7 @@ fn every_fix_for_srts_settings_works_when_followed() {
     for user in users() {
         for (tag, text) in &cases {
             let home = home(user, tag);
+            let _undo = common::UndoSetup(user, home.clone());
             if let Some(text) = text {
                 let file = home.join(".srt-settings.json");
                 std::fs::write(&file, text).unwrap();
@@ -209,6 +210,7 @@ fn a_replaceable_helper_is_a_warning_whose_fix_works() {
     let _remove = Remove(installed);
     for user in users() {
         let home = home(user, "replaceable");
+        let _undo = common::UndoSetup(user, home.clone());
         let file = home.join(".srt-settings.json");
         std::fs::write(
             &file,
@@ -311,6 +313,7 @@ fn the_doctor_after_setup_and_undo_says_what_is_so() {
 fn a_new_settings_file_says_its_policy_and_how_to_widen_it() {
     for user in users() {
         let home = home(user, "policy");
+        let _undo = common::UndoSetup(user, home.clone());
         let out = as_user(user, &home, &fixture().helper, &["--setup", "--srt"]);
         let said = stdout(&out);
         assert!(

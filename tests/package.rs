@@ -514,6 +514,7 @@ fn the_npm_package_installs_offline_without_a_compiler_and_srt_runs_the_binary()
     for user in users() {
         let prefix = owned(user, "npm-prefix");
         let home = owned(user, "npm-home");
+        let _undo = common::UndoSetup(user, home.clone());
         // No network: a network namespace of its own (root), or none
         // reachable (an unprivileged runner).
         let mut install = if common::is_root() {

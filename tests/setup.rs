@@ -328,6 +328,7 @@ fn a_link_folder_a_sandbox_may_write_is_protected_not_refused() {
     let package = client();
     for user in users() {
         let (home, _) = fresh_home(user, "dot");
+        let _undo = common::UndoSetup(user, home.clone());
         let settings = home.join(".srt-settings.json");
         std::fs::write(
             &settings,

@@ -561,6 +561,29 @@ pub fn uid_of(user: User) -> Option<u32> {
     (user == User::Unprivileged && is_root()).then_some(NOBODY)
 }
 
+/// `--setup --undo` as `user` with `HOME` set to `home` when it goes,
+/// passed or failed: a setup in a home that is not the passwd entry's
+/// keeps its record in the user's keeper folder (uid 65534's is
+/// `/tmp/apply-seccomp-65534`, a user's own is in their real home), which
+/// the test's home going takes nothing of.
+pub struct UndoSetup(pub User, pub PathBuf);
+
+impl Drop for UndoSetup {
+    fn drop(&mut self) {
+        let mut cmd = Command::new(&fixture().helper);
+        cmd.args(["--setup", "--undo"])
+            .env_clear()
+            .env("HOME", &self.1)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&self.1)
+            .stdin(Stdio::null());
+        if let Some(u) = uid_of(self.0) {
+            cmd.uid(u).gid(u);
+        }
+        let _ = cmd.output();
+    }
+}
+
 /// Root's home by its passwd entry, if tests/runner made it a temporary
 /// folder of this run's (never the real one: a test that writes settings
 /// there for the Debian package's prerm to find uses it).
