@@ -1006,6 +1006,10 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
     use threats::Arch;
     let mut s = Script::new();
     s.line(SIGKILL_CASE);
+    // A tmpfs every user may write, for the own pathname socket.
+    s.line(
+        "mkdir -p /tmp/own-path && mount -t tmpfs own /tmp/own-path && chmod 1777 /tmp/own-path",
+    );
     let filters = {
         let mut v = vec![PROBE];
         v.extend(threats::filter_checks(Arch::Aarch64, false));
@@ -1048,13 +1052,16 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
                 "with-abstract".into(),
                 format!("vm-{tag}"),
             ];
-            connect_case.extend(in_helper(&[
-                PROBE,
-                &format!("abstract-connect:vm-{tag}"),
-                "own-unix",
-                "own-tcp",
-                "dgram-pair",
-            ]));
+            // Directly, an own pathname socket on a tmpfs too (srt's
+            // options bind `/` read-only), proven the run's by statx and
+            // fstatfs on aarch64 (issue 67).
+            let mut probes = vec![PROBE, "own-unix", "own-tcp", "dgram-pair"];
+            let abstract_connect = format!("abstract-connect:vm-{tag}");
+            probes.insert(1, &abstract_connect);
+            if place == "direct" {
+                probes.push("own-path:/tmp/own-path");
+            }
+            connect_case.extend(in_helper(&probes));
             s.case(&format!("{tag}-connect"), who, &[], &connect_case);
             s.case(
                 &format!("{tag}-connect-deny"),
@@ -1275,14 +1282,25 @@ fn aarch64_on_the_kernel_the_race_was_reported_on() {
             for (name, want) in [
                 // A datagram pair made by the stub (ADDFD and the
                 // numbers written: issue 55).
-                ("connect", ["errno:EACCES", "ok", "ok", "ok"]),
+                // An own pathname socket on tmpfs (directly only).
+                ("connect", ["errno:EACCES", "ok", "ok", "ok", "ok"]),
                 // Upstream's policy on the namespace way leaves the
                 // inherited socket alone (Linux 6.1: no Landlock scope).
-                ("connect-deny", ["ok", "errno:EPERM", "ok", "errno:EPERM"]),
+                (
+                    "connect-deny",
+                    ["ok", "errno:EPERM", "ok", "errno:EPERM", "errno:EPERM"],
+                ),
             ] {
                 assert_eq!(case(name).status, 0, "{}", ctx(name));
                 let got = probe_results(&case(name).stdout);
-                let checks = ["abstract-connect", "own-unix", "own-tcp", "dgram-pair"];
+                let checks = [
+                    "abstract-connect",
+                    "own-unix",
+                    "own-tcp",
+                    "dgram-pair",
+                    "own-path",
+                ];
+                let checks = &checks[..if place == "direct" { 5 } else { 4 }];
                 for (check, want) in checks.iter().zip(want) {
                     assert_eq!(
                         got.get(*check).map(String::as_str),
