@@ -47,16 +47,9 @@ pub struct Record {
 /// which a sandboxed command that could write the home may have made
 /// (`chmod 0 ~/.local`) to move the record where it could write one.
 pub fn record_file(home: &Path) -> Result<PathBuf, String> {
-    use std::os::unix::fs::MetadataExt;
     let keeper = crate::shim::keep::folder().map_err(|e| e.why)?;
-    let passwd = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.dir);
-    let own_home = passwd.as_deref().filter(|h| {
-        std::fs::metadata(h).is_ok_and(|m| m.is_dir() && m.uid() == nix::unistd::getuid().as_raw())
-    });
-    if let Some(h) = own_home.filter(|h| !keeper.starts_with(h)) {
+    let own_home = crate::shim::keep::own_home();
+    if let Some(h) = own_home.as_deref().filter(|h| !keeper.starts_with(h)) {
         return Err(format!(
             "the keeper's folder should be {}/.local/state/apply-seccomp, but a link, or a folder \
              you cannot enter, lies on the way there (a sandboxed command that can write your \
@@ -67,7 +60,7 @@ pub fn record_file(home: &Path) -> Result<PathBuf, String> {
             h.display()
         ));
     }
-    if passwd.as_deref() == Some(home) {
+    if own_home.as_deref() == Some(home) {
         return Ok(keeper.join("setup.json"));
     }
     // FNV-1a of the path: a name, not a secret (no sandbox can write the
@@ -223,8 +216,7 @@ pub fn append(file: &Path, more: Record) -> Result<(), String> {
     let mut record = load(file)?;
     record.files.extend(more.files);
     record.links.extend(more.links);
-    let dir = file.parent().unwrap_or(Path::new("/"));
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // Its folder, the keeper's, was made by record_file.
     let fresh = !file.exists();
     files::write_atomic(file, record.to_json().as_bytes())?;
     if fresh {

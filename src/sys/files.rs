@@ -282,27 +282,9 @@ pub fn close_all_but(keep: &[RawFd]) {
     if ranged {
         return;
     }
-    // SAFETY: a zeroed rlimit is a valid buffer for the kernel to fill.
-    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
-    // SAFETY: prlimit64 on this process (0) reads no new limit (null) and
-    // writes the current one into `limit`.
-    let got = raw_result(unsafe {
-        syscall6(
-            libc::SYS_prlimit64,
-            [
-                0,
-                libc::RLIMIT_NOFILE as usize,
-                0,
-                (&raw mut limit) as usize,
-                0,
-                0,
-            ],
-        )
-    });
-    let top = if got.is_ok() {
-        limit.rlim_cur.min(1 << 20) as RawFd
-    } else {
-        1024
+    let top = match super::limits::prlimit(libc::RLIMIT_NOFILE as usize, None) {
+        Ok(limit) => limit.rlim_cur.min(1 << 20) as RawFd,
+        Err(_) => 1024,
     };
     for fd in 0..top {
         if !keep.contains(&fd) {

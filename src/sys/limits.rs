@@ -9,26 +9,30 @@ use nix::errno::Errno;
 
 use super::raw::{raw_result, syscall6};
 
-/// `RLIMIT_NPROC`'s soft value; `None`: unlimited.
-pub fn process_limit() -> io::Result<Option<u64>> {
+/// `prlimit64` of this process's `resource`: set to `new` (`None`: left
+/// as it is), in the same call that reads what it was. Allocates
+/// nothing.
+pub(super) fn prlimit(
+    resource: usize,
+    new: Option<&libc::rlimit64>,
+) -> Result<libc::rlimit64, Errno> {
     // SAFETY: plain bits; the kernel fills both words.
     let mut old: libc::rlimit64 = unsafe { std::mem::zeroed() };
-    // SAFETY: no new limit (null); `old` is a whole rlimit64 the kernel
-    // writes, borrowed for the call.
+    let new = new.map_or(0, |n| std::ptr::from_ref(n) as usize);
+    // SAFETY: `new`, unless null, is a whole rlimit64 the kernel reads,
+    // and `old` one it writes, both borrowed for the call.
     raw_result(unsafe {
         syscall6(
             libc::SYS_prlimit64,
-            [
-                0,
-                libc::RLIMIT_NPROC as usize,
-                0,
-                (&raw mut old) as usize,
-                0,
-                0,
-            ],
+            [0, resource, new, (&raw mut old) as usize, 0, 0],
         )
-    })
-    .map_err(io::Error::from)?;
+    })?;
+    Ok(old)
+}
+
+/// `RLIMIT_NPROC`'s soft value; `None`: unlimited.
+pub fn process_limit() -> io::Result<Option<u64>> {
+    let old = prlimit(libc::RLIMIT_NPROC as usize, None)?;
     Ok((old.rlim_cur != libc::RLIM64_INFINITY).then_some(old.rlim_cur))
 }
 
@@ -41,24 +45,7 @@ pub fn set_process_limit(limit: u64) -> io::Result<Option<u64>> {
         rlim_cur: limit,
         rlim_max: limit,
     };
-    // SAFETY: plain bits; the kernel fills both words.
-    let mut old: libc::rlimit64 = unsafe { std::mem::zeroed() };
-    // SAFETY: `new` is a whole rlimit64 the kernel reads and `old` one it
-    // writes, both borrowed for the call.
-    raw_result(unsafe {
-        syscall6(
-            libc::SYS_prlimit64,
-            [
-                0,
-                libc::RLIMIT_NPROC as usize,
-                (&raw const new) as usize,
-                (&raw mut old) as usize,
-                0,
-                0,
-            ],
-        )
-    })
-    .map_err(io::Error::from)?;
+    let old = prlimit(libc::RLIMIT_NPROC as usize, Some(&new))?;
     Ok((old.rlim_cur != libc::RLIM64_INFINITY).then_some(old.rlim_cur))
 }
 
@@ -121,54 +108,19 @@ pub fn nap(millis: u32) {
 
 /// Raises this process's soft `RLIMIT_NOFILE` to its hard one, at most
 /// `most`: the stub's, once a run's connects need more descriptors than
-/// the usual 1,024 (run/sockets/wait.rs). Its children made before keep
-/// their own. The soft limit in force after.
-pub fn raise_descriptor_limit(most: u64) -> u64 {
-    // SAFETY: plain bits; the kernel fills both words.
-    let mut old: libc::rlimit64 = unsafe { std::mem::zeroed() };
-    // SAFETY: no new limit (null); `old` is a whole rlimit64 the kernel
-    // writes, borrowed for the call.
-    if raw_result(unsafe {
-        syscall6(
-            libc::SYS_prlimit64,
-            [
-                0,
-                libc::RLIMIT_NOFILE as usize,
-                0,
-                (&raw mut old) as usize,
-                0,
-                0,
-            ],
-        )
-    })
-    .is_err()
-    {
-        return 1024;
-    }
+/// the usual 1,024 (run/sockets/take.rs). Its children made before keep
+/// their own. Whether it grew.
+pub fn raise_descriptor_limit(most: u64) -> bool {
+    let Ok(old) = prlimit(libc::RLIMIT_NOFILE as usize, None) else {
+        return false;
+    };
     let want = old.rlim_max.min(most).max(old.rlim_cur);
     if want == old.rlim_cur {
-        return want;
+        return false;
     }
     let new = libc::rlimit64 {
         rlim_cur: want,
         rlim_max: old.rlim_max,
     };
-    // SAFETY: `new` is a whole rlimit64 the kernel reads, borrowed for the
-    // call; no old limit asked.
-    match raw_result(unsafe {
-        syscall6(
-            libc::SYS_prlimit64,
-            [
-                0,
-                libc::RLIMIT_NOFILE as usize,
-                (&raw const new) as usize,
-                0,
-                0,
-                0,
-            ],
-        )
-    }) {
-        Ok(_) => want,
-        Err(_) => old.rlim_cur,
-    }
+    prlimit(libc::RLIMIT_NOFILE as usize, Some(&new)).is_ok()
 }

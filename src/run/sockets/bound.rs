@@ -52,7 +52,6 @@ impl Sockets {
     /// socket swapped in after the check cannot take one either:
     /// kernel.rs.)
     pub(super) fn bind(&mut self, listener: BorrowedFd<'_>, notif: &libc::seccomp_notif) -> bool {
-        let since = sys::coarse_realtime();
         let sock = match self.take(listener, notif, notif.data.args[0]) {
             Ok(sock) => sock,
             Err(e) => {
@@ -90,7 +89,8 @@ impl Sockets {
             sys::socket_cookie(sock.as_fd()),
             fstat(&sock),
         ) {
-            self.note_bound(cookie, &st, since);
+            // Still before the bind runs: its file, if any, is born after.
+            self.note_bound(cookie, &st, sys::coarse_realtime());
         }
         unix && self.abstract_bind(listener, notif, sock.as_fd())
     }

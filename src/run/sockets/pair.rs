@@ -8,15 +8,15 @@
 //! The pair is made in the run's network namespace and put in the
 //! process's table with `SECCOMP_IOCTL_NOTIF_ADDFD` (Linux 5.9); the two
 //! numbers are written where the call asked, as the process would write
-//! them (`process_vm_writev`, page protections kept), once its map says
-//! the place is writable.
+//! them (`process_vm_writev`, page protections kept), once the place was
+//! found writable so.
 //!
 //! What a program can tell (tests/unix_sockets.rs): `SO_TYPE` says
 //! `SOCK_SEQPACKET`; once the peer is closed a read gives end of file
 //! (a datagram pair's would wait) and a send `EPIPE`, no `SIGPIPE` (a
 //! datagram pair's `ECONNREFUSED`); `SO_PEERCRED` names the stub.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::errno::Errno;
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
@@ -48,23 +48,22 @@ impl Sockets {
         if protocol != 0 && protocol != libc::AF_UNIX as u32 {
             return Err(Errno::EPROTONOSUPPORT);
         }
-        // The place for the two numbers, checked writable in the process's
-        // map (open before its call is checked to be still waiting, so it
-        // is that process's) before anything is put in its table: a
-        // read-only, `PROT_NONE` or sealed page gets `EFAULT`, as from the
-        // kernel (issue 67, item 7).
-        let dir = std::ffi::CString::new(notif.pid.to_string()).map_err(|_| Errno::EINVAL)?;
-        let maps = sys::open_at(self.proc_dir(), &dir, libc::O_PATH | libc::O_DIRECTORY, 0)
-            .map(sys::owned)
-            .and_then(|dir| sys::read_file_at(dir.as_raw_fd(), c"maps"));
+        // The place for the two numbers, checked writable as the process
+        // would write it before anything is put in its table: its own
+        // bytes read and written back (`process_vm_writev` keeps page
+        // protections, unlike `/proc/PID/mem`), so a read-only,
+        // `PROT_NONE` or sealed page gets `EFAULT`, as from the kernel
+        // (issue 67, item 7). The call is checked to be still waiting
+        // first, so the pid is the caller's (and the write gives back the
+        // bytes just read).
+        let at = args[3];
+        let pid = notif.pid as libc::pid_t;
         if !sys::notif_id_valid(listener, notif.id) {
             return Err(Errno::ESRCH);
         }
-        let at = args[3];
-        if !maps.is_ok_and(|m| writable(&m, at, 8)) {
-            return Err(Errno::EFAULT);
-        }
         let mut place = [0u8; 8];
+        sys::read_remote_exact(pid, at, &mut place).ok_or(Errno::EFAULT)?;
+        sys::write_remote_exact(pid, at, &place).map_err(|_| Errno::EFAULT)?;
         let mut made = SockFlag::SOCK_CLOEXEC;
         if flags & SOCK_NONBLOCK != 0 {
             made |= SockFlag::SOCK_NONBLOCK;
@@ -93,58 +92,8 @@ impl Sockets {
         if !sys::notif_id_valid(listener, notif.id) {
             return Err(Errno::ESRCH);
         }
-        sys::write_remote_exact(notif.pid as libc::pid_t, at, &place).map_err(|_| Errno::EFAULT)?;
+        sys::write_remote_exact(pid, at, &place).map_err(|_| Errno::EFAULT)?;
         self.pairs += 1;
         Ok(())
-    }
-}
-
-/// Whether `len` bytes at `at` lie in mappings the process may write
-/// (`/proc/PID/maps`: `start-end perms ...`, hexadecimal, sorted).
-fn writable(maps: &[u8], at: u64, len: u64) -> bool {
-    let Some(end) = at.checked_add(len) else {
-        return false;
-    };
-    let mut from = at;
-    for line in maps.split(|&b| b == b'\n') {
-        let mut fields = line.split(|&b| b == b' ');
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(range);
-        let Some((lo, hi)) = text.split_once('-') else {
-            continue;
-        };
-        let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else {
-            continue;
-        };
-        if hi <= from || lo > from {
-            continue;
-        }
-        if perms.get(1) != Some(&b'w') {
-            return false;
-        }
-        from = hi;
-        if from >= end {
-            return true;
-        }
-    }
-    false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::writable;
-
-    #[test]
-    fn only_writable_mappings_take_the_numbers() {
-        let maps = b"1000-2000 rw-p 0 00:00 0\n2000-3000 rw-p 0 00:00 0\n3000-4000 r--p 0 00:00 0\n5000-6000 ---p 0 00:00 0\n";
-        assert!(writable(maps, 0x1000, 8));
-        assert!(writable(maps, 0x1ffc, 8), "across two writable mappings");
-        assert!(!writable(maps, 0x2ffc, 8), "into a read-only one");
-        assert!(!writable(maps, 0x3000, 8));
-        assert!(!writable(maps, 0x4000, 8), "unmapped");
-        assert!(!writable(maps, 0x5000, 8), "PROT_NONE");
-        assert!(!writable(maps, u64::MAX - 3, 8));
     }
 }

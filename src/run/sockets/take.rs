@@ -41,7 +41,7 @@ impl Sockets {
         if std::mem::replace(&mut self.raised, true) {
             return false;
         }
-        sys::raise_descriptor_limit(super::DESCRIPTORS) > 1024
+        sys::raise_descriptor_limit(super::DESCRIPTORS)
     }
 
     fn take_once(

@@ -74,10 +74,7 @@ fn private_folder(path: &Path, uid: u32) -> Result<(), String> {
 /// makes it writable has it hidden (protect.rs).
 pub fn folder() -> Result<PathBuf, NotKept> {
     let uid = uid();
-    let home = passwd_home(uid).filter(|h| {
-        h.is_absolute() && std::fs::metadata(h).is_ok_and(|m| m.is_dir() && m.uid() == uid)
-    });
-    let dir = home
+    let dir = own_home()
         .and_then(|h| in_home(&h))
         .unwrap_or_else(|| PathBuf::from(format!("/tmp/apply-seccomp-{uid}")));
     private_folder(&dir, uid).map_err(|why| NotKept {
@@ -85,6 +82,17 @@ pub fn folder() -> Result<PathBuf, NotKept> {
         loud: true,
     })?;
     Ok(dir)
+}
+
+/// The home folder of this user's passwd entry, where it is a folder of
+/// the user's own (uid 65534's `/nonexistent` is not): where the
+/// keeper's folder is, unless a link or a folder the user cannot enter
+/// lies on the way (then `/tmp`; setup's record never follows it there).
+pub fn own_home() -> Option<PathBuf> {
+    let uid = uid();
+    passwd_home(uid).filter(|h| {
+        h.is_absolute() && std::fs::metadata(h).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+    })
 }
 
 /// `HOME/.local/state/apply-seccomp`, each folder on the way made (0700)

@@ -47,7 +47,7 @@ mod mark;
 mod passing;
 mod places;
 
-pub use folder::{LOCK_WAIT_MS, NotKept, empty_dir, folder};
+pub use folder::{LOCK_WAIT_MS, NotKept, empty_dir, folder, own_home};
 use folder::{RELEASE_WAIT_MS, lock_file};
 use mark::Held;
 pub use mark::Kind;
